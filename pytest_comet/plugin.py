@@ -1,0 +1,380 @@
+"""The comet-eval pytest plugin. Hooks in lifecycle order: options, configure, collection, fixtures,
+reporting, session end.
+
+Collection (``pytest_generate_tests``) only reads task and treatment files and is deterministic, so
+every pytest-xdist worker builds the same items; trials run in fixtures; each trial writes its record;
+the controller alone (no ``workerinput``) reads the records and writes ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_comet.trial import Trial
+from scaffold.cases import Broken, Case, parse_list, select_cases
+from scaffold.errors import CometError
+from scaffold.experiment import Experiment, new_experiment_id
+from scaffold.reports.summary import write_summary
+from scaffold.tasks import TaskCatalog, load_catalog
+from scaffold.treatments import CONTROL, DYNAMIC_SKILL, TreatmentCatalog, dynamic_treatment, load_treatments
+from scaffold.trial import KeepPolicy, Runner, Settings
+
+CASE_FIXTURE = "comet_case"
+_WORKERINPUT_KEY = "comet_experiment_id"
+
+
+# --- options ---------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    group = parser.getgroup("comet", "comet-eval trials (active only in suites using the comet_trial fixture)")
+    group.addoption(
+        "--task",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="tasks to run: comma list, a trailing * matches a prefix (default: every task)",
+    )
+    group.addoption(
+        "--treatment",
+        action="append",
+        default=[],
+        metavar="NAMES",
+        help="treatments to run: comma list with * prefixes (default: each task's default_treatments)",
+    )
+    if not _repeat_owns_count(pluginmanager):
+        group.addoption("--count", type=int, default=1, metavar="N", help="trials per (task, treatment)")
+    group.addoption(
+        "--agent",
+        default=os.environ.get("BENCH_EVAL_AGENT") or "oracle",
+        metavar="NAME",
+        help="agent: oracle (reference solution), nop (does nothing); default $BENCH_EVAL_AGENT or oracle",
+    )
+    group.addoption("--backend", default="local", metavar="NAME", help="workspace backend (default: local)")
+    group.addoption(
+        "--profile",
+        default=None,
+        metavar="NAME",
+        help="evaluation profile for every task (default: the task's, else inferred)",
+    )
+    group.addoption("--model", default=None, metavar="NAME", help="model for the agent (recorded in the config)")
+    group.addoption(
+        "--tasks-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another tasks folder (with index.yaml), besides local/tasks",
+    )
+    group.addoption(
+        "--treatments-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another treatments folder, besides local/treatments",
+    )
+    group.addoption(
+        "--skill-base",
+        action="append",
+        default=[],
+        metavar="NAME=DIR",
+        help="folder of named skill snapshots used by treatment entries with base: NAME",
+    )
+    group.addoption(
+        "--skill-path",
+        default=None,
+        metavar="DIR",
+        help=f"a skill folder to evaluate as treatment {DYNAMIC_SKILL} (beside {CONTROL})",
+    )
+    group.addoption(
+        "--skill-name",
+        default=None,
+        metavar="NAME",
+        help="name to install --skill-path under (default: its folder name)",
+    )
+    group.addoption(
+        "--experiment-id",
+        default=None,
+        metavar="ID",
+        help="experiment to write to; an existing one is resumed (default: a new id)",
+    )
+    group.addoption(
+        "--rerun-errors",
+        action="store_true",
+        default=False,
+        help="when resuming, run again the trials whose verdict was error",
+    )
+    group.addoption("--logs-dir", default=None, metavar="DIR", help="where experiments go (default: local/logs)")
+    group.addoption(
+        "--workspace-root",
+        default=None,
+        metavar="DIR",
+        help="where trial workspaces are made (default: $TMPDIR/comet-eval)",
+    )
+    group.addoption(
+        "--keep-workspaces",
+        default="failed",
+        choices=("failed", "all", "none"),
+        help="which trials' workspaces to keep (default: failed)",
+    )
+
+
+def _repeat_owns_count(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Whether pytest-repeat registers ``--count`` in this session (then we read its value).
+
+    ``pytest_addoption`` runs as each plugin registers, so pytest-repeat may not be loaded yet: look at
+    what will be loaded rather than what is.
+    """
+    if pluginmanager.has_plugin("repeat") or pluginmanager.has_plugin("pytest_repeat"):
+        return True
+    if pluginmanager.is_blocked("repeat") or os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return False
+    return any(ep.name == "repeat" for ep in metadata.entry_points(group="pytest11"))
+
+
+# --- configure ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _State:
+    """Per-process plugin state, created on first use so sessions that never use the plugin pay nothing."""
+
+    config: pytest.Config
+    cases: list[Case | Broken] | None = None
+    catalogs: tuple[TaskCatalog, TreatmentCatalog] | None = None
+    experiment: Experiment | None = None
+    verdicts: Counter[str] = field(default_factory=Counter)
+    resumed: int = 0
+
+    def option(self, name: str) -> Any:
+        return self.config.getoption(name)
+
+    def load(self) -> tuple[TaskCatalog, TreatmentCatalog]:
+        if self.catalogs is None:
+            root = self.config.rootpath
+            task_dirs = _dirs(root / "local" / "tasks", self.option("tasks_dir"))
+            treatment_dirs = _dirs(root / "local" / "treatments", self.option("treatments_dir"))
+            if not task_dirs:
+                raise pytest.UsageError(f"no tasks: {root / 'local' / 'tasks'} does not exist; pass --tasks-dir")
+            bases = _bases(self.option("skill_base"))
+            tasks = load_catalog(task_dirs)
+            treatments = load_treatments(treatment_dirs, skill_bases=bases)
+            if self.option("skill_path"):
+                try:
+                    treatments = treatments.with_treatment(
+                        dynamic_treatment(Path(self.option("skill_path")), self.option("skill_name"))
+                    )
+                except CometError as exc:
+                    raise pytest.UsageError(str(exc)) from None
+            self.catalogs = (tasks, treatments)
+        return self.catalogs
+
+    def select(self) -> list[Case | Broken]:
+        if self.cases is None:
+            tasks, treatments = self.load()
+            try:
+                self.cases = select_cases(
+                    tasks,
+                    treatments,
+                    task_patterns=parse_list(self.option("task")),
+                    treatment_patterns=parse_list(self.option("treatment")),
+                    count=int(self.option("count")),
+                    extra_treatments=[CONTROL, DYNAMIC_SKILL] if self.option("skill_path") else [],
+                )
+            except CometError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self.cases
+
+    def experiment_id(self) -> str:
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput and _WORKERINPUT_KEY in workerinput:
+            return str(workerinput[_WORKERINPUT_KEY])
+        if self.experiment is None:
+            chosen = self.option("experiment_id") or new_experiment_id()
+            self.experiment = self._experiment(chosen)
+        return self.experiment.id
+
+    def _experiment(self, experiment_id: str) -> Experiment:
+        logs = self.option("logs_dir")
+        logs_dir = Path(logs) if logs else self.config.rootpath / "local" / "logs"
+        try:
+            return Experiment.under(logs_dir, experiment_id)
+        except CometError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def get_experiment(self) -> Experiment:
+        if self.experiment is None:
+            self.experiment = self._experiment(self.experiment_id())
+        return self.experiment
+
+    def settings(self) -> Settings:
+        keep: KeepPolicy = self.option("keep_workspaces")
+        return Settings(
+            backend=self.option("backend"),
+            agent=self.option("agent"),
+            profile=self.option("profile"),
+            model=self.option("model"),
+            keep_workspaces=keep,
+            rerun_errors=bool(self.option("rerun_errors")),
+        )
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def _state(config: pytest.Config) -> _State:
+    if _STATE not in config.stash:
+        config.stash[_STATE] = _State(config)
+    return config.stash[_STATE]
+
+
+def _dirs(default: Path, extra: list[str]) -> list[Path]:
+    found = [default] if default.is_dir() else []
+    return found + [Path(p).absolute() for p in extra]
+
+
+def _bases(values: list[str]) -> dict[str, Path]:
+    out = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise pytest.UsageError(f"--skill-base={value!r}: expected NAME=DIR")
+        out[name] = Path(path).absolute()
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistHooks(), "comet-xdist")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Reporter(config), "comet-reporter")
+
+
+class _XdistHooks:
+    """Registered only when pytest-xdist is present: hand the controller's experiment id to workers."""
+
+    @pytest.hookimpl
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[_WORKERINPUT_KEY] = _state(node.config).experiment_id()
+
+
+# --- collection ----------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if CASE_FIXTURE not in metafunc.fixturenames:
+        return
+    if metafunc.config.pluginmanager.hasplugin("repeat"):
+        # Trials come from --count already; stop pytest-repeat multiplying them again.
+        metafunc.definition.add_marker(pytest.mark.repeat(1))
+    cases = _state(metafunc.config).select()
+    metafunc.parametrize(CASE_FIXTURE, cases, ids=[case.id for case in cases])
+
+
+# --- fixtures -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
+    """The trial runner of this process (one per pytest-xdist worker)."""
+    from scaffold.agents import create_agent
+    from scaffold.workspaces import create_backend
+
+    state = _state(request.config)
+    tasks, treatments = state.load()
+    settings = state.settings()
+    experiment = state.get_experiment()
+    root = request.config.getoption("workspace_root")
+    workspace_root = Path(root) if root else Path(tempfile.gettempdir()) / "comet-eval"
+    try:
+        backend = create_backend(settings.backend, workspace_root=workspace_root.absolute())
+        agent = create_agent(settings.agent)
+    except CometError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    workerinput = getattr(request.config, "workerinput", None)
+    runner = Runner(
+        tasks,
+        treatments,
+        experiment,
+        settings,
+        backend,
+        agent,
+        worker=workerinput["workerid"] if workerinput else "main",
+    )
+    try:
+        yield runner
+    finally:
+        backend.close()
+
+
+@pytest.fixture
+def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Trial:
+    """Run this item's trial (or report why it cannot run) and return it; see ``Trial.assert_passed``."""
+    if isinstance(comet_case, Broken):
+        request.node.user_properties.append(("comet_verdict", "invalid"))
+        return Trial(comet_case)
+    runner: Runner = request.getfixturevalue("comet_runner")
+    try:
+        outcome = runner.run(comet_case)
+    except CometError as exc:
+        request.node.user_properties.append(("comet_verdict", "invalid"))
+        return Trial(comet_case, error=str(exc))
+    record = outcome.record
+    request.node.user_properties.extend(
+        [
+            ("comet_verdict", record.verdict),
+            ("comet_resumed", outcome.resumed),
+            ("comet_weighted_score", record.weighted_score),
+            ("comet_record", str(outcome.record_path)),
+        ]
+    )
+    return Trial(comet_case, outcome)
+
+
+# --- reporting ----------------------------------------------------------------------------------------
+
+
+class _Reporter:
+    """Controller-side: counts verdicts as reports arrive (from every worker) and writes the summary."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.summary: Path | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        props = dict(report.user_properties)
+        if "comet_verdict" in props:
+            state = _state(self.config)
+            state.verdicts[str(props["comet_verdict"])] += 1
+            state.resumed += bool(props.get("comet_resumed"))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        state = self.config.stash.get(_STATE, None)
+        if state is None or not state.verdicts or self.config.option.collectonly:
+            return
+        experiment = state.get_experiment()
+        if experiment.trials_dir.is_dir():
+            self.summary = write_summary(experiment)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        state = self.config.stash.get(_STATE, None)
+        if state is None or not state.verdicts:
+            return
+        counts = ", ".join(f"{n} {v}" for v, n in sorted(state.verdicts.items()))
+        resumed = f" ({state.resumed} from earlier runs of this experiment)" if state.resumed else ""
+        terminalreporter.section("comet-eval")
+        terminalreporter.write_line(f"trials: {counts}{resumed}")
+        terminalreporter.write_line(f"experiment: {state.get_experiment().root}")
+        if self.summary:
+            terminalreporter.write_line(f"summary: {self.summary}")

@@ -1,0 +1,52 @@
+"""What the ``comet_trial`` fixture gives a test: the finished trial, and an assertion on its verdict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from scaffold.cases import Broken, Case
+from scaffold.trial import TrialOutcome
+
+__all__ = ["Trial"]
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    case: Case | Broken
+    outcome: TrialOutcome | None = None
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is not None and self.outcome.record.verdict == "passed"
+
+    def assert_passed(self) -> None:
+        """Fail the test, with a readable account, unless the trial's verdict is ``passed``."""
+        if self.passed:
+            return
+        pytest.fail(self.explain(), pytrace=False)
+
+    def explain(self) -> str:
+        if isinstance(self.case, Broken):
+            return f"{self.case.name} cannot run:\n" + self.case.message()
+        if self.outcome is None:
+            return f"{self.case.id}: {self.error}"
+        record = self.outcome.record
+        score = "n/a" if record.weighted_score is None else f"{record.weighted_score:.3f}"
+        head = f"trial {record.case_id}: verdict {record.verdict} (weighted score {score})"
+        if self.outcome.resumed:
+            head += " [from an earlier run of this experiment; not re-run]"
+        lines = [head]
+        lines += [f"  error ({e['type']}): {e['message']}" for e in record.errors]
+        lines += [f"  hard failure: {h}" for h in record.hard_failures]
+        for check in record.checks:
+            if check["status"] == "failed":
+                lines.append(f"  failed check [{check['source']}] {check['name']}: {check['reason']}")
+        trajectory = record.trajectory or {}
+        lines += [f"  agent error: {e}" for e in trajectory.get("errors", ())]
+        lines.append(f"  record: {self.outcome.record_path}")
+        if record.workspace.get("path"):
+            lines.append(f"  workspace kept: {record.workspace['path']}")
+        return "\n".join(lines)

@@ -1,0 +1,89 @@
+"""The harness's exceptions. Every message names the file, the field and what would fix it.
+
+CometError
+├── LoadError (ValueError)        a task, index, treatment or adapter file is invalid
+│   ├── TaskError
+│   └── TreatmentError
+├── ProfileError (ValueError)     an unknown evaluation profile
+├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
+├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
+├── AgentError (RuntimeError)     an agent could not be started or its output not read
+└── RecordError (ValueError)      a trial record is unreadable or of another schema
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "AgentError",
+    "CometError",
+    "LoadError",
+    "Problem",
+    "ProfileError",
+    "RecordError",
+    "SelectionError",
+    "TaskError",
+    "TreatmentError",
+    "WorkspaceError",
+]
+
+_MISSING = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with one input file: where, which key, which value, and what is allowed."""
+
+    file: Path
+    message: str
+    key: str = ""
+    value: object = _MISSING
+
+    def __str__(self) -> str:
+        where = f"{self.file}"
+        if self.key:
+            where += f": {self.key}"
+        got = "" if self.value is _MISSING else f" (got {self.value!r})"
+        return f"{where}: {self.message}{got}"
+
+
+class CometError(Exception):
+    """Base of every error the harness raises on purpose."""
+
+
+class LoadError(CometError, ValueError):
+    """One or more problems found while loading input files."""
+
+    def __init__(self, problems: list[Problem] | tuple[Problem, ...]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+class TaskError(LoadError):
+    """A task folder, its task.toml or the tasks index is invalid."""
+
+
+class TreatmentError(LoadError):
+    """A treatments file is invalid."""
+
+
+class ProfileError(CometError, ValueError):
+    """An evaluation profile name that is not registered."""
+
+
+class SelectionError(CometError, ValueError):
+    """A selection (task, treatment, agent, backend) that matches nothing known."""
+
+
+class WorkspaceError(CometError, RuntimeError):
+    """A workspace could not be created, used or removed."""
+
+
+class AgentError(CometError, RuntimeError):
+    """An agent could not be started, or its output could not be understood."""
+
+
+class RecordError(CometError, ValueError):
+    """A trial record that cannot be read."""

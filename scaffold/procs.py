@@ -1,0 +1,109 @@
+"""Running a command with a timeout that ends its whole process tree, output going to files.
+
+Output goes to files, never pipes: a background grandchild holding a pipe open would otherwise keep
+the harness waiting past the timeout. Every command runs in its own session (process group); when it
+exits or times out the whole group is killed, so nothing the agent started outlives its trial.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["ProcessResult", "run_process", "tail"]
+
+TERM_GRACE_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    exit_code: int | None  # None when the process was killed for its timeout
+    timed_out: bool
+    duration_s: float
+    stdout_path: Path
+    stderr_path: Path
+
+    def stdout(self, limit: int = 1 << 20) -> str:
+        return tail(self.stdout_path, limit)
+
+    def stderr(self, limit: int = 4000) -> str:
+        return tail(self.stderr_path, limit)
+
+
+def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float,
+    stdout_path: Path,
+    stderr_path: Path,
+) -> ProcessResult:
+    """Run *argv*; on timeout, or when it exits, kill its process group. Never raises on failure."""
+    stdout_path.parent.mkdir(parents=True, exist_ok=True)
+    stderr_path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            err.write(f"cannot start {argv[0]!r}: {exc.strerror}\n".encode())
+            return ProcessResult(127, False, time.monotonic() - start, stdout_path, stderr_path)
+        timed_out = False
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _end_group(proc)
+            code = None
+        except BaseException:  # Ctrl-C, or the worker being stopped: take the tree down with us
+            _end_group(proc)
+            raise
+        finally:
+            _kill_group(proc.pid)  # background children left behind by a command that exited
+    return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the group, give it a moment to flush, then SIGKILL what is left."""
+    _signal_group(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=TERM_GRACE_S)
+    _kill_group(proc.pid)
+    proc.wait()
+
+
+def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def tail(path: Path, limit: int = 4000) -> str:
+    """The last *limit* bytes of a file as text (empty when it does not exist)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            data = handle.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,1 @@
+"""Helpers that run *inside* a workspace (validation scripts); standard library only."""

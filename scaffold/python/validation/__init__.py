@@ -1,0 +1,1 @@
+"""Validation helpers for task scripts; standard library only, so they can be copied into images."""

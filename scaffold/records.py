@@ -1,0 +1,121 @@
+"""Trial records: one JSON file per trial, complete in itself, written atomically.
+
+A record holds everything needed to re-score and re-report a trial without pytest: the resolved
+configuration and its hash, timings, the trajectory summary, every check, every dimension, the verdict.
+Schema changes bump ``SCHEMA_VERSION``; readers refuse versions they do not know.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from scaffold.errors import RecordError
+from scaffold.rubrics import Dimension
+from scaffold.trajectory import Trajectory
+from scaffold.validation.results import Check
+
+__all__ = ["SCHEMA_VERSION", "TrialRecord", "Verdict", "read_record", "read_records", "write_json_atomic"]
+
+SCHEMA_VERSION = 1
+Verdict = Literal["passed", "failed", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRecord:
+    experiment_id: str
+    case_id: str
+    task: str
+    treatment: str
+    trial: int
+    config: Mapping[str, Any]
+    config_hash: str
+    verdict: Verdict
+    profile: str | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    duration_s: float = 0.0
+    phases: Mapping[str, float] = field(default_factory=dict)
+    agent: Mapping[str, Any] = field(default_factory=dict)
+    trajectory: Mapping[str, Any] | None = None
+    checks: tuple[Mapping[str, Any], ...] = ()
+    expected_artifacts: Mapping[str, list[str]] = field(default_factory=dict)
+    dimensions: tuple[Mapping[str, Any], ...] = ()
+    weighted_score: float | None = None
+    hard_failures: tuple[str, ...] = ()
+    errors: tuple[Mapping[str, str], ...] = ()
+    workspace: Mapping[str, Any] = field(default_factory=dict)
+    worker: str = "main"
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {"schema_version": data.pop("schema_version"), **data}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: Path | None = None) -> TrialRecord:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise RecordError(
+                f"{source or 'record'}: schema_version {version!r} is not supported (this harness reads "
+                f"{SCHEMA_VERSION}); re-run the trial or use the comet-eval release that wrote it"
+            )
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("checks", "dimensions", "hard_failures", "errors"):
+            known[key] = tuple(known.get(key, ()))
+        try:
+            return cls(**known)
+        except TypeError as exc:
+            raise RecordError(f"{source or 'record'}: {exc}") from None
+
+    def trajectory_object(self) -> Trajectory | None:
+        return Trajectory.from_summary(self.trajectory) if self.trajectory else None
+
+    def check_objects(self) -> list[Check]:
+        return [Check(c["name"], c["status"], c["source"], c.get("reason", "")) for c in self.checks]
+
+    def dimension_objects(self) -> list[Dimension]:
+        return [Dimension(d["name"], d["weight"], d["score"], d["reason"]) for d in self.dimensions]
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file in the same folder, fsync, then rename over *path*."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=2, ensure_ascii=False, sort_keys=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_record(path: Path) -> TrialRecord:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: cannot be read as a trial record: {exc}") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{path}: a trial record is a JSON object")
+    return TrialRecord.from_dict(data, path)
+
+
+def read_records(paths: list[Path]) -> tuple[list[TrialRecord], list[str]]:
+    """Every readable record, sorted by case id, and a message per unreadable one."""
+    records, problems = [], []
+    for path in paths:
+        try:
+            records.append(read_record(path))
+        except RecordError as exc:
+            problems.append(str(exc))
+    records.sort(key=lambda r: (r.task, r.treatment, r.trial))
+    return records, problems

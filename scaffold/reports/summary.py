@@ -1,0 +1,124 @@
+"""``summary.md``: per-treatment and task x treatment tables from an experiment's trial records."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import fmean
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from scaffold.experiment import Experiment
+from scaffold.records import TrialRecord, read_records
+
+__all__ = ["Group", "aggregate", "render_summary", "write_summary"]
+
+
+@dataclass
+class Group:
+    """The trials of one treatment, or of one (task, treatment) pair."""
+
+    records: list[TrialRecord] = field(default_factory=list)
+
+    @property
+    def trials(self) -> int:
+        return len(self.records)
+
+    def count(self, verdict: str) -> int:
+        return sum(r.verdict == verdict for r in self.records)
+
+    @property
+    def scored(self) -> list[TrialRecord]:
+        """Trials that reached a verdict; errored ones are unscored, not failed."""
+        return [r for r in self.records if r.verdict != "error"]
+
+    @property
+    def pass_rate(self) -> float | None:
+        scored = self.scored
+        return self.count("passed") / len(scored) if scored else None
+
+    @property
+    def mean_score(self) -> float | None:
+        return _mean(r.weighted_score for r in self.scored)
+
+    @property
+    def mean_duration(self) -> float | None:
+        return _mean(r.duration_s for r in self.records)
+
+    def dimension_mean(self, name: str) -> float | None:
+        return _mean(d.get("score") for r in self.scored for d in r.dimensions if d["name"] == name)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None
+
+
+@dataclass
+class Aggregate:
+    by_treatment: dict[str, Group]
+    by_pair: dict[tuple[str, str], Group]
+    tasks: list[str]
+    treatments: list[str]
+    dimensions: list[str]
+
+
+def aggregate(records: Sequence[TrialRecord]) -> Aggregate:
+    by_treatment: dict[str, Group] = defaultdict(Group)
+    by_pair: dict[tuple[str, str], Group] = defaultdict(Group)
+    dimensions: list[str] = []
+    for record in records:
+        by_treatment[record.treatment].records.append(record)
+        by_pair[(record.task, record.treatment)].records.append(record)
+        for dim in record.dimensions:
+            if dim["name"] not in dimensions:
+                dimensions.append(dim["name"])
+    return Aggregate(
+        dict(sorted(by_treatment.items())),
+        dict(by_pair),
+        sorted({r.task for r in records}),
+        sorted(by_treatment),
+        dimensions,
+    )
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "N/A" if value is None else format(value, spec)
+
+
+def _pct(value: float | None) -> str:
+    return "N/A" if value is None else f"{value:.0%}"
+
+
+_ENV = Environment(
+    loader=PackageLoader("scaffold.reports", "templates"),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+    autoescape=False,  # Markdown, not HTML
+)
+_ENV.filters["num"] = _fmt
+_ENV.filters["pct"] = _pct
+
+
+def render_summary(experiment_id: str, records: Sequence[TrialRecord], problems: Sequence[str] = ()) -> str:
+    agg = aggregate(records)
+    errors = [r for r in records if r.verdict == "error"]
+    failed = [r for r in records if r.verdict == "failed"]
+    return _ENV.get_template("summary.md.j2").render(
+        experiment_id=experiment_id, records=records, agg=agg, errors=errors, failed=failed, problems=problems
+    )
+
+
+def write_summary(experiment: Experiment) -> Path:
+    """Read every record of *experiment* and write its ``summary.md`` atomically."""
+    records, problems = read_records(experiment.record_paths())
+    text = render_summary(experiment.id, records, problems)
+    path = experiment.summary_path
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,57 @@
+"""Rubrics: pure functions from (task, treatment, trajectory, checks) to scored dimensions.
+
+A dimension is either scored in [0, 1] or N/A (``score is None``); N/A never counts in the weighted
+score, so a task without required skills is not rewarded or punished for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scaffold.tasks import Task
+from scaffold.trajectory import Trajectory
+from scaffold.validation.results import ValidationOutcome
+
+__all__ = ["Dimension", "RubricInput", "RubricResult", "weighted_score"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dimension:
+    name: str
+    weight: float
+    score: float | None
+    reason: str
+
+    @property
+    def applicable(self) -> bool:
+        return self.score is not None
+
+
+@dataclass(frozen=True, slots=True)
+class RubricInput:
+    task: Task
+    treatment_skills: tuple[str, ...]
+    agent_invokes_skills: bool
+    trajectory: Trajectory
+    validation: ValidationOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class RubricResult:
+    profile: str
+    dimensions: tuple[Dimension, ...]
+    hard_failures: tuple[str, ...]
+
+    @property
+    def weighted_score(self) -> float | None:
+        return weighted_score(self.dimensions)
+
+
+def weighted_score(dimensions: Sequence[Dimension]) -> float | None:
+    """sum(w*s) / sum(w) over applicable dimensions; None when none applies."""
+    applicable = [d for d in dimensions if d.score is not None and d.weight > 0]
+    total = sum(d.weight for d in applicable)
+    if not total:
+        return None
+    return sum(d.weight * d.score for d in applicable if d.score is not None) / total

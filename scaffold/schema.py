@@ -1,0 +1,101 @@
+"""Validation at the file boundary: pydantic models for input files, errors turned into Problems.
+
+Models here are strict about scalars (a string where an int belongs is an error, and so is a bool
+where an int belongs) and forbid unknown keys, so a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from scaffold.errors import Problem
+
+__all__ = [
+    "Model",
+    "NonEmptyStr",
+    "PositiveNumber",
+    "Seconds",
+    "StrList",
+    "problems_from",
+]
+
+NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]
+StrList = tuple[Annotated[str, Field(strict=True)], ...]
+Seconds = Annotated[float, Field(strict=True, gt=0)]
+PositiveNumber = Annotated[float, Field(strict=True, gt=0)]
+
+
+class Model(BaseModel):
+    """Base of every input-file model: frozen, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def problems_from(exc: ValidationError, file: Path, model: type[BaseModel], *, sections: bool) -> list[Problem]:
+    """Turn a pydantic error into Problems that name the key, the value and what is allowed.
+
+    With *sections* the first location element is shown as a TOML section: ``[metadata] name``.
+    """
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        key = _key(loc, sections=sections)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(model, loc[:-1])
+            noun = "section" if sections and len(loc) == 1 else "key"
+            message = f"unknown {noun}" + (f"; allowed: {', '.join(allowed)}" if allowed else "")
+            problems.append(Problem(file, message, key, err.get("input")))
+        elif kind == "missing":
+            problems.append(Problem(file, "required key is missing", key))
+        else:
+            # TOML and YAML say "array"/"list"; the models use tuples so the specs stay immutable.
+            message = str(err["msg"]).replace("Input should be", "expected").replace("valid tuple", "list")
+            problems.append(Problem(file, message, key, err.get("input")))
+    return problems
+
+
+def _key(loc: tuple[Any, ...], *, sections: bool) -> str:
+    if not loc:
+        return ""
+    parts = [str(p) for p in loc]
+    if sections and len(parts) > 1 and not parts[0].isdigit():
+        return f"[{parts[0]}] " + _dotted(parts[1:])
+    if sections and len(parts) == 1:
+        return f"[{parts[0]}]"
+    return _dotted(parts)
+
+
+def _dotted(parts: list[str]) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the (sub)model found by following *loc* from *model*."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        current = _model_of(field.annotation)
+        if current is None:
+            return []
+    return sorted(getattr(current, "model_fields", {}))
+
+
+def _model_of(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

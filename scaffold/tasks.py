@@ -1,0 +1,385 @@
+"""Task folders: ``task.toml``, ``instruction.md``, ``environment/``, ``validation/``, ``solution/``.
+
+Loading validates everything a trial will rely on, so a broken task fails at collection with a message
+naming the file, the key, the value and what is allowed, instead of failing later inside a workspace.
+Loading never stops at the first problem: ``comet tasks check`` shows them all at once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from scaffold.errors import Problem, TaskError
+from scaffold.schema import Model, NonEmptyStr, PositiveNumber, Seconds, StrList, problems_from
+
+__all__ = [
+    "INDEX_FILE",
+    "TASK_FILE",
+    "Task",
+    "TaskCatalog",
+    "TaskSpec",
+    "load_catalog",
+    "load_task",
+    "render_instruction",
+]
+
+TASK_FILE = "task.toml"
+INDEX_FILE = "index.yaml"
+TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
+
+PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+
+
+class Metadata(Model):
+    name: NonEmptyStr
+    description: Annotated[str, Field(strict=True)] = ""
+    difficulty: Literal["easy", "medium", "hard"] = "medium"
+    category: NonEmptyStr = "generic"
+    default_treatments: StrList = ("CONTROL",)
+    tags: StrList = ()
+
+
+class Environment(Model):
+    description: Annotated[str, Field(strict=True)] = ""
+    dockerfile: NonEmptyStr = "environment/Dockerfile"
+    timeout_sec: Seconds = 600.0
+    # Container limits (docker backend); defaults as Harbor's.
+    cpus: PositiveNumber = 1.0
+    memory_mb: PositiveInt = 2048
+    pids_limit: PositiveInt = 1024
+
+
+class Validation(Model):
+    test_scripts: StrList = ()
+    target_artifacts: StrList = ()
+    timeout: Seconds = 120.0
+
+
+class Evaluation(Model):
+    profile: NonEmptyStr | None = None
+    expected_artifacts: StrList = ()
+    required_skills: StrList = ()
+    require_skill_invocation: Annotated[bool, Field(strict=True)] = False
+    rubric_criteria: StrList = ()
+
+
+class Interaction(Model):
+    mode: Literal["none", "auto_user"] = "none"
+    max_turns: PositiveInt = 12
+
+
+class TaskSpec(Model):
+    """The contents of ``task.toml``."""
+
+    metadata: Metadata
+    environment: Environment = Environment()
+    validation: Validation = Validation()
+    evaluation: Evaluation = Evaluation()
+    interaction: Interaction = Interaction()
+
+
+class IndexEntry(Model):
+    name: NonEmptyStr
+    category: NonEmptyStr = "generic"
+    default_treatments: StrList = ("CONTROL",)
+    description: Annotated[str, Field(strict=True)] = ""
+
+
+class IndexFile(Model):
+    tasks: tuple[IndexEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A loaded, valid task. Paths are absolute."""
+
+    name: str
+    root: Path
+    spec: TaskSpec
+
+    @property
+    def instruction_path(self) -> Path:
+        return self.root / "instruction.md"
+
+    @property
+    def environment_dir(self) -> Path:
+        return self.root / "environment"
+
+    @property
+    def validation_dir(self) -> Path:
+        return self.root / "validation"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.root / "solution"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    def instruction(self, variables: Mapping[str, str]) -> str:
+        return render_instruction(self.instruction_path.read_text(encoding="utf-8"), variables)
+
+
+@dataclass(frozen=True)
+class TaskCatalog:
+    """Every task found in the task folders: the valid ones and, by name, the problems of the others."""
+
+    tasks: Mapping[str, Task]
+    broken: Mapping[str, tuple[Problem, ...]]
+    general: tuple[Problem, ...] = ()
+    dirs: tuple[Path, ...] = field(default=())
+
+    def names(self) -> list[str]:
+        return sorted({*self.tasks, *self.broken})
+
+    def problems(self) -> list[Problem]:
+        out = list(self.general)
+        for name in sorted(self.broken):
+            out.extend(self.broken[name])
+        return out
+
+
+def render_instruction(text: str, variables: Mapping[str, str]) -> str:
+    """Replace ``{name}`` for the known *variables* only; other braces (code, JSON) stay as written."""
+    return _TEMPLATE_VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+def load_task(folder: Path) -> Task:
+    """Load and validate one task folder; raise TaskError listing every problem found."""
+    folder = folder.absolute()
+    toml_path = folder / TASK_FILE
+    if not toml_path.is_file():
+        raise TaskError([Problem(toml_path, f"missing: every task folder needs a {TASK_FILE}")])
+    try:
+        with toml_path.open("rb") as handle:
+            raw = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError([Problem(toml_path, f"not valid TOML: {exc}")]) from None
+    except OSError as exc:
+        raise TaskError([Problem(toml_path, f"cannot be read: {exc.strerror}")]) from None
+
+    problems: list[Problem] = []
+    spec: TaskSpec | None = None
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(problems_from(exc, toml_path, TaskSpec, sections=True))
+
+    problems.extend(_check_files(folder, toml_path, spec))
+    if problems or spec is None:
+        raise TaskError(problems)
+    return Task(name=spec.metadata.name, root=folder, spec=spec)
+
+
+def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None) -> list[Problem]:
+    problems: list[Problem] = []
+    if spec is not None:
+        name = spec.metadata.name
+        if name != folder.name:
+            problems.append(Problem(toml_path, f"must equal the folder name {folder.name!r}", "[metadata] name", name))
+        elif not TASK_NAME.match(name):
+            problems.append(
+                Problem(
+                    toml_path,
+                    "must start with a letter or digit and use only letters, digits, '.', '_' and '-'",
+                    "[metadata] name",
+                    name,
+                )
+            )
+    if not (folder / "instruction.md").is_file():
+        problems.append(Problem(folder / "instruction.md", "missing: the agent's instruction goes here"))
+    if not (folder / "solution" / "solve.sh").is_file():
+        problems.append(
+            Problem(folder / "solution" / "solve.sh", "missing: the reference solution the oracle agent runs")
+        )
+    if not (folder / "environment").is_dir():
+        problems.append(Problem(folder / "environment", "missing: the folder of the workspace's starting files"))
+    problems.extend(_symlinks_outside(folder))
+    if spec is None:
+        return problems
+
+    problems.extend(_relative_path(toml_path, "[environment] dockerfile", spec.environment.dockerfile, folder, folder))
+    for i, script in enumerate(spec.validation.test_scripts):
+        problems.extend(
+            _relative_path(toml_path, f"[validation] test_scripts[{i}]", script, folder / "validation", folder)
+        )
+    for key, globs in (
+        ("[validation] target_artifacts", spec.validation.target_artifacts),
+        ("[evaluation] expected_artifacts", spec.evaluation.expected_artifacts),
+    ):
+        for i, pattern in enumerate(globs):
+            problems.extend(_workspace_glob(toml_path, f"{key}[{i}]", pattern))
+    if not spec.validation.test_scripts and not spec.validation.target_artifacts:
+        problems.append(
+            Problem(
+                toml_path,
+                "nothing is validated: give test_scripts or target_artifacts (a task that checks nothing "
+                "always passes)",
+                "[validation]",
+            )
+        )
+    return problems
+
+
+def _is_absolute(value: str) -> bool:
+    return value.startswith(("/", "\\", "~")) or bool(re.match(r"^[A-Za-z]:", value))
+
+
+def _relative_path(file: Path, key: str, value: str, base: Path, root: Path) -> list[Problem]:
+    """A path inside the task folder, relative to *base*, that must exist and must not escape *root*."""
+    if _is_absolute(value):
+        return [Problem(file, f"must be a path relative to {base.name}/, not absolute", key, value)]
+    if ".." in PurePosixPath(value).parts:
+        return [Problem(file, "must not contain '..': paths stay inside the task folder", key, value)]
+    target = base / value
+    if not target.is_file():
+        return [Problem(file, f"no such file: {target}", key, value)]
+    if not target.resolve().is_relative_to(root.resolve()):
+        return [Problem(file, "resolves outside the task folder", key, value)]
+    return []
+
+
+def _workspace_glob(file: Path, key: str, pattern: str) -> list[Problem]:
+    if not pattern.strip():
+        return [Problem(file, "must not be empty", key, pattern)]
+    if _is_absolute(pattern):
+        return [Problem(file, "must be a glob relative to the workspace, not absolute", key, pattern)]
+    if ".." in PurePosixPath(pattern).parts:
+        return [Problem(file, "must not contain '..': artifacts stay inside the workspace", key, pattern)]
+    return []
+
+
+def _symlinks_outside(folder: Path) -> list[Problem]:
+    root = folder.resolve()
+    problems: list[Problem] = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        base = Path(dirpath)
+        for name in sorted([*dirnames, *filenames]):
+            path = base / name
+            if path.is_symlink():
+                target = os.readlink(path)
+                if not path.resolve().is_relative_to(root):
+                    problems.append(Problem(path, "symlink points outside the task folder", value=target))
+    return problems
+
+
+def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
+    """Load every task of every tasks folder and cross-check each folder's ``index.yaml``.
+
+    Problems never raise here: they are returned by task name so the other tasks still run.
+    """
+    tasks: dict[str, Task] = {}
+    broken: dict[str, list[Problem]] = {}
+    general: list[Problem] = []
+    seen_in: dict[str, Path] = {}
+
+    for tasks_dir in dirs:
+        tasks_dir = tasks_dir.absolute()
+        if not tasks_dir.is_dir():
+            general.append(Problem(tasks_dir, "tasks folder does not exist"))
+            continue
+        index, index_problems = _load_index(tasks_dir / INDEX_FILE)
+        general.extend(index_problems)
+        folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+        for folder in folders:
+            name = folder.name
+            if name in seen_in:
+                broken.setdefault(name, []).append(
+                    Problem(folder, f"task {name!r} is defined twice: here and in {seen_in[name]}")
+                )
+                tasks.pop(name, None)
+                continue
+            seen_in[name] = folder
+            try:
+                task = load_task(folder)
+            except TaskError as exc:
+                broken.setdefault(name, []).extend(exc.problems)
+                continue
+            if index is not None:
+                mismatch = _index_mismatch(tasks_dir / INDEX_FILE, index.get(name), task)
+                if mismatch:
+                    broken.setdefault(name, []).extend(mismatch)
+                    continue
+            tasks[name] = task
+        if index is not None:
+            present = {f.name for f in folders}
+            for name in sorted(set(index) - present):
+                broken.setdefault(name, []).append(
+                    Problem(
+                        tasks_dir / INDEX_FILE,
+                        f"registers task {name!r} but there is no folder {tasks_dir / name}",
+                        "tasks",
+                        name,
+                    )
+                )
+    return TaskCatalog(
+        tasks=dict(sorted(tasks.items())),
+        broken={k: tuple(v) for k, v in sorted(broken.items())},
+        general=tuple(general),
+        dirs=tuple(d.absolute() for d in dirs),
+    )
+
+
+def _load_index(path: Path) -> tuple[dict[str, IndexEntry] | None, list[Problem]]:
+    if not path.is_file():
+        return None, [
+            Problem(path, "missing: each tasks folder registers its tasks in index.yaml (tasks: [{name: ...}])")
+        ]
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        return None, [Problem(path, f"not valid YAML: {exc}")]
+    try:
+        parsed = IndexFile.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        return None, problems_from(exc, path, IndexFile, sections=False)
+    entries: dict[str, IndexEntry] = {}
+    problems: list[Problem] = []
+    for i, entry in enumerate(parsed.tasks):
+        if entry.name in entries:
+            problems.append(Problem(path, "registered twice", f"tasks[{i}].name", entry.name))
+        entries[entry.name] = entry
+    return entries, problems
+
+
+def _index_mismatch(index_path: Path, entry: IndexEntry | None, task: Task) -> list[Problem]:
+    toml_path = task.root / TASK_FILE
+    if entry is None:
+        return [
+            Problem(
+                index_path,
+                f"does not register the task folder {task.root}; add '- name: {task.name}' under tasks",
+                "tasks",
+            )
+        ]
+    problems = []
+    meta = task.spec.metadata
+    for key in ("category", "default_treatments", "description"):
+        ours, theirs = getattr(entry, key), getattr(meta, key)
+        if key in entry.model_fields_set and ours != theirs:
+            problems.append(
+                Problem(
+                    index_path,
+                    f"differs from [metadata] {key} = {list(theirs) if isinstance(theirs, tuple) else theirs!r}"
+                    f" in {toml_path}; make them equal",
+                    f"tasks[{task.name}].{key}",
+                    list(ours) if isinstance(ours, tuple) else ours,
+                )
+            )
+    return problems
+
+
+def iter_problems(catalog: TaskCatalog, names: Iterable[str]) -> list[Problem]:
+    """The problems of the named tasks, in name order."""
+    return [p for n in sorted(names) for p in catalog.broken.get(n, ())]

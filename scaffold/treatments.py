@@ -1,0 +1,246 @@
+"""Treatments: named sets of skills (and optionally a CLAUDE.md) installed into a trial's workspace.
+
+A treatments file is YAML mapping names to ``{description, skills: [...], claude_md?}``. A skill entry is
+a folder path relative to the file (``- path/to/skill`` or ``- {name, path}``) or a named snapshot under
+a base folder (``- {name, skill: 040-beta/comet, base: benchmarks, variant?}``); a base folder ``NAME``
+is ``--skill-base NAME=DIR`` when given, else the folder ``NAME`` beside the treatments folder.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+from scaffold.errors import Problem, SelectionError
+from scaffold.schema import Model, NonEmptyStr, problems_from
+
+__all__ = [
+    "CONTROL",
+    "DYNAMIC_SKILL",
+    "SkillRef",
+    "Treatment",
+    "TreatmentCatalog",
+    "dynamic_treatment",
+    "load_treatments",
+]
+
+CONTROL = "CONTROL"
+DYNAMIC_SKILL = "DYNAMIC_SKILL"
+TREATMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
+SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+class _SkillEntry(Model):
+    name: NonEmptyStr | None = None
+    path: NonEmptyStr | None = None
+    skill: NonEmptyStr | None = None
+    base: NonEmptyStr | None = None
+    variant: NonEmptyStr | None = None
+
+
+class _ClaudeMdFile(Model):
+    file: NonEmptyStr
+
+
+class _TreatmentEntry(Model):
+    description: Annotated[str, Field(strict=True)] = ""
+    skills: tuple[NonEmptyStr | _SkillEntry, ...] = ()
+    claude_md: Annotated[str, Field(strict=True)] | _ClaudeMdFile | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRef:
+    """A skill folder (holding SKILL.md) and the name it is installed under."""
+
+    name: str
+    path: Path
+    variant: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Treatment:
+    name: str
+    description: str = ""
+    skills: tuple[SkillRef, ...] = ()
+    claude_md: str | None = None
+    source: Path | None = None
+
+    @property
+    def skill_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.skills)
+
+
+_BUILTIN_CONTROL = Treatment(CONTROL, "No skills (baseline)")
+
+
+@dataclass(frozen=True)
+class TreatmentCatalog:
+    treatments: Mapping[str, Treatment]
+    broken: Mapping[str, tuple[Problem, ...]]
+    general: tuple[Problem, ...] = ()
+
+    def names(self) -> list[str]:
+        return sorted({*self.treatments, *self.broken})
+
+    def problems(self) -> list[Problem]:
+        out = list(self.general)
+        for name in sorted(self.broken):
+            out.extend(self.broken[name])
+        return out
+
+    def with_treatment(self, treatment: Treatment) -> TreatmentCatalog:
+        return TreatmentCatalog({**self.treatments, treatment.name: treatment}, self.broken, self.general)
+
+
+def load_treatments(dirs: Sequence[Path], *, skill_bases: Mapping[str, Path] | None = None) -> TreatmentCatalog:
+    """Load every ``*.yaml``/``*.yml`` under each folder (recursively, in sorted order).
+
+    CONTROL always exists. A name defined in two files is a problem naming both files.
+    """
+    treatments: dict[str, Treatment] = {}
+    broken: dict[str, list[Problem]] = {}
+    general: list[Problem] = []
+    defined_in: dict[str, Path] = {}
+    for root in dirs:
+        root = root.absolute()
+        if not root.is_dir():
+            general.append(Problem(root, "treatments folder does not exist"))
+            continue
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        for file in files:
+            entries, problems = _read_file(file)
+            general.extend(problems)
+            for name, raw in entries.items():
+                if name in defined_in:
+                    broken.setdefault(name, []).append(
+                        Problem(file, f"treatment {name!r} is also defined in {defined_in[name]}", name)
+                    )
+                    treatments.pop(name, None)
+                    continue
+                defined_in[name] = file
+                try:
+                    treatments[name] = _build(name, raw, file, root, skill_bases or {})
+                except _Invalid as exc:
+                    broken.setdefault(name, []).extend(exc.problems)
+    if CONTROL not in treatments and CONTROL not in broken:
+        treatments[CONTROL] = _BUILTIN_CONTROL
+    return TreatmentCatalog(
+        dict(sorted(treatments.items())), {k: tuple(v) for k, v in sorted(broken.items())}, tuple(general)
+    )
+
+
+def dynamic_treatment(skill_path: Path, skill_name: str | None = None) -> Treatment:
+    """The ``DYNAMIC_SKILL`` treatment of ``--skill-path`` (and ``--skill-name``)."""
+    path = skill_path.expanduser().absolute()
+    name = skill_name or path.name
+    problem = _skill_problem(path, name)
+    if problem:
+        raise SelectionError(f"--skill-path {skill_path}: {problem}")
+    return Treatment(DYNAMIC_SKILL, f"The skill at {path}", (SkillRef(name, path),))
+
+
+class _Invalid(Exception):
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+
+
+def _read_file(file: Path) -> tuple[dict[str, Any], list[Problem]]:
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        return {}, [Problem(file, f"not valid YAML: {exc}")]
+    if raw is None:
+        return {}, []
+    if not isinstance(raw, dict):
+        return {}, [Problem(file, "expected a mapping of treatment names to {description, skills}", value=raw)]
+    entries: dict[str, Any] = {}
+    problems = []
+    for name, body in raw.items():
+        if not isinstance(name, str) or not TREATMENT_NAME.match(name):
+            problems.append(
+                Problem(
+                    file,
+                    "treatment names start with a letter and use only letters, digits and '_'",
+                    "",
+                    name,
+                )
+            )
+            continue
+        entries[name] = body
+    return entries, problems
+
+
+def _build(name: str, raw: Any, file: Path, root: Path, bases: Mapping[str, Path]) -> Treatment:
+    try:
+        entry = _TreatmentEntry.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        raise _Invalid(
+            [
+                Problem(p.file, p.message, f"{name}.{p.key}" if p.key else name, p.value)
+                for p in problems_from(exc, file, _TreatmentEntry, sections=False)
+            ]
+        ) from None
+    problems: list[Problem] = []
+    skills: list[SkillRef] = []
+    for i, item in enumerate(entry.skills):
+        key = f"{name}.skills[{i}]"
+        ref, problem = _resolve_skill(item, file, root, bases)
+        if problem:
+            problems.append(
+                Problem(file, problem, key, item if isinstance(item, str) else item.model_dump(exclude_none=True))
+            )
+        elif ref is not None:
+            if ref.name in {s.name for s in skills}:
+                problems.append(Problem(file, "skill installed twice under the same name", key, ref.name))
+            skills.append(ref)
+    if name == CONTROL and skills:
+        problems.append(Problem(file, "CONTROL is the no-skill baseline and cannot hold skills", f"{name}.skills"))
+    claude_md: str | None = None
+    if isinstance(entry.claude_md, _ClaudeMdFile):
+        md_path = file.parent / entry.claude_md.file
+        try:
+            claude_md = md_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            problems.append(Problem(file, f"cannot read {md_path}: {exc.strerror}", f"{name}.claude_md.file"))
+    else:
+        claude_md = entry.claude_md
+    if problems:
+        raise _Invalid(problems)
+    return Treatment(name, entry.description, tuple(skills), claude_md, file)
+
+
+def _resolve_skill(
+    item: str | _SkillEntry, file: Path, root: Path, bases: Mapping[str, Path]
+) -> tuple[SkillRef | None, str]:
+    if isinstance(item, str):
+        item = _SkillEntry(path=item)
+    if item.path and item.skill:
+        return None, "give either path (relative to this file) or skill with base, not both"
+    if item.path:
+        folder = (file.parent / item.path).absolute()
+    elif item.skill:
+        if not item.base:
+            return None, "a skill snapshot needs a base folder name (base: NAME)"
+        base = bases.get(item.base, root.parent / item.base)
+        folder = (base / item.skill).absolute()
+    else:
+        return None, "a skill entry needs path (a folder relative to this file) or skill with base"
+    name = item.name or folder.name
+    problem = _skill_problem(folder, name)
+    return (None, problem) if problem else (SkillRef(name, folder, item.variant), "")
+
+
+def _skill_problem(folder: Path, name: str) -> str:
+    if not SKILL_NAME.match(name):
+        return f"skill name {name!r} must use only letters, digits, '.', '_' and '-'"
+    if not folder.is_dir():
+        return f"skill folder {folder} does not exist"
+    if not (folder / "SKILL.md").is_file():
+        return f"skill folder {folder} has no SKILL.md"
+    return ""

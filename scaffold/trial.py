@@ -1,0 +1,231 @@
+"""One trial, start to finish: workspace, skills, agent, validation, rubric, record, cleanup.
+
+This is the library entry point the pytest plugin calls for every case; it never imports pytest.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from scaffold.agents import Agent, AgentRequest
+from scaffold.cases import Case
+from scaffold.errors import CometError, RecordError
+from scaffold.experiment import Experiment
+from scaffold.hashing import hash_json, hash_tree
+from scaffold.profiles import resolve_profile
+from scaffold.records import TrialRecord, Verdict, read_record, write_json_atomic
+from scaffold.rubrics import RubricInput
+from scaffold.tasks import Task, TaskCatalog
+from scaffold.trajectory import Trajectory
+from scaffold.treatments import Treatment, TreatmentCatalog
+from scaffold.validation.results import ValidationOutcome
+from scaffold.validation.runner import validate
+from scaffold.workspaces import Backend, Workspace
+
+__all__ = ["KeepPolicy", "Runner", "Settings", "TrialOutcome"]
+
+KeepPolicy = Literal["failed", "all", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Options that shape every trial of a session (and so belong in the configuration hash)."""
+
+    backend: str = "local"
+    agent: str = "oracle"
+    profile: str | None = None
+    model: str | None = None
+    keep_workspaces: KeepPolicy = "failed"
+    rerun_errors: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TrialOutcome:
+    record: TrialRecord
+    record_path: Path
+    resumed: bool = False
+
+
+@dataclass
+class Runner:
+    """Runs cases of one experiment in one process (each pytest-xdist worker has its own)."""
+
+    tasks: TaskCatalog
+    treatments: TreatmentCatalog
+    experiment: Experiment
+    settings: Settings
+    backend: Backend
+    agent: Agent
+    worker: str = "main"
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    _hashes: dict[Path, str] = field(default_factory=dict)
+    _prepared: set[str] = field(default_factory=set)
+
+    def config_for(self, case: Case) -> dict[str, Any]:
+        """The resolved configuration of a case: everything that could change its result, minus the trial."""
+        task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
+        profile = resolve_profile(task, self.settings.profile)
+        return {
+            "task": {"name": task.name, "content_hash": self._hash(task.root)},
+            "treatment": {
+                "name": treatment.name,
+                "skills": [
+                    {"name": s.name, "content_hash": self._hash(s.path), "variant": s.variant} for s in treatment.skills
+                ],
+                "claude_md_hash": hash_json(treatment.claude_md) if treatment.claude_md else None,
+            },
+            "agent": {"name": self.agent.name, "model": self.settings.model},
+            "backend": self.backend.name,
+            "profile": profile.name,
+            "timeouts": {
+                "agent_s": task.spec.environment.timeout_sec,
+                "validation_s": task.spec.validation.timeout,
+            },
+        }
+
+    def run(self, case: Case) -> TrialOutcome:
+        """Run *case*, or return its existing record when the experiment already has one.
+
+        Configuration errors (unknown profile) raise before anything is created; failures after the
+        workspace exists are recorded with verdict ``error`` so ``--rerun-errors`` can retry them.
+        """
+        config = self.config_for(case)
+        config_hash = hash_json(config)
+        record_path = self.experiment.record_path(case)
+        if record_path.exists():
+            existing = read_record(record_path)
+            if existing.config_hash != config_hash:
+                raise RecordError(
+                    f"{record_path}: this trial was recorded with another configuration "
+                    f"({existing.config_hash} vs {config_hash} now: a task, skill or option changed); "
+                    "use a new --experiment-id, or delete the record to run it again"
+                )
+            if not (existing.verdict == "error" and self.settings.rerun_errors):
+                return TrialOutcome(existing, record_path, resumed=True)
+        trial_dir = self.experiment.trial_dir(case)
+        if trial_dir.exists():
+            shutil.rmtree(trial_dir)
+        trial_dir.mkdir(parents=True)
+        record = self._execute(case, config, config_hash, trial_dir)
+        write_json_atomic(record_path, record.to_dict())
+        return TrialOutcome(record, record_path)
+
+    def _hash(self, path: Path) -> str:
+        if path not in self._hashes:
+            self._hashes[path] = hash_tree(path)
+        return self._hashes[path]
+
+    def _execute(self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path) -> TrialRecord:
+        task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
+        profile = resolve_profile(task, self.settings.profile)
+        started, t0 = self.clock(), time.monotonic()
+        phases: dict[str, float] = {}
+        errors: list[dict[str, str]] = []
+        trajectory: Trajectory | None = None
+        outcome: ValidationOutcome | None = None
+        workspace: Workspace | None = None
+        verdict: Verdict = "error"
+        keep = False
+        rubric = None
+        try:
+            mark = time.monotonic()
+            if task.name not in self._prepared:
+                self.backend.prepare(task)
+                self._prepared.add(task.name)
+            workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
+            self._install(workspace, treatment)
+            phases["workspace_s"] = time.monotonic() - mark
+
+            mark = time.monotonic()
+            run_id = f"{self.experiment.id}-{case.id}"
+            prompt = task.instruction(
+                {
+                    "run_id": run_id,
+                    "task_name": task.name,
+                    "treatment": treatment.name,
+                    "trial": str(case.trial),
+                    "workspace": workspace.root,
+                }
+            )
+            request = AgentRequest(
+                task, treatment, prompt, task.spec.environment.timeout_sec, trial_dir, self.settings.model
+            )
+            trajectory = self.agent.run(workspace, request)
+            phases["agent_s"] = time.monotonic() - mark
+
+            mark = time.monotonic()
+            outcome = validate(task, workspace, trial_dir)
+            phases["validation_s"] = time.monotonic() - mark
+
+            mark = time.monotonic()
+            rubric = profile.score(
+                RubricInput(task, treatment.skill_names, self.agent.invokes_skills, trajectory, outcome)
+            )
+            phases["scoring_s"] = time.monotonic() - mark
+            verdict = "passed" if outcome.all_passed and not rubric.hard_failures else "failed"
+        except CometError as exc:
+            errors.append({"type": type(exc).__name__, "message": str(exc)})
+        except Exception as exc:  # a harness bug must still leave a record saying what happened
+            errors.append({"type": type(exc).__name__, "message": f"unexpected: {exc!r}"})
+        finally:
+            if workspace is not None:
+                policy = self.settings.keep_workspaces
+                keep = policy == "all" or (policy == "failed" and verdict != "passed")
+                self.backend.destroy(workspace, keep=keep)
+        finished = self.clock()
+        return TrialRecord(
+            experiment_id=self.experiment.id,
+            case_id=case.id,
+            task=case.task,
+            treatment=case.treatment,
+            trial=case.trial,
+            config=config,
+            config_hash=config_hash,
+            verdict=verdict,
+            profile=profile.name,
+            started_at=started.isoformat(),
+            finished_at=finished.isoformat(),
+            duration_s=round(time.monotonic() - t0, 6),
+            phases={k: round(v, 6) for k, v in phases.items()},
+            agent={
+                "name": self.agent.name,
+                "model": self.settings.model,
+                "version": trajectory.agent_version if trajectory else None,
+            },
+            trajectory=trajectory.summary() if trajectory else None,
+            checks=tuple(
+                {"name": c.name, "status": c.status, "source": c.source, "reason": c.reason}
+                for c in (outcome.checks if outcome else ())
+            ),
+            expected_artifacts={k: list(v) for k, v in (outcome.expected_artifacts if outcome else {}).items()},
+            dimensions=tuple(
+                {"name": d.name, "weight": d.weight, "score": d.score, "reason": d.reason}
+                for d in (rubric.dimensions if rubric else ())
+            ),
+            weighted_score=rubric.weighted_score if rubric else None,
+            hard_failures=rubric.hard_failures if rubric else (),
+            errors=tuple(errors),
+            workspace={
+                "backend": self.backend.name,
+                "kept": keep,
+                "path": str(workspace.host_path) if keep and workspace and workspace.host_path else None,
+            },
+            worker=self.worker,
+        )
+
+    def _install(self, workspace: Workspace, treatment: Treatment) -> None:
+        """Put the treatment's skills where the agent looks, complete folders; write its instructions."""
+        for skill in treatment.skills:
+            workspace.put(skill.path, f"{self.agent.skills_dir}/{skill.name}")
+        if treatment.claude_md:
+            workspace.write_text(self.agent.instructions_file, treatment.claude_md)
+
+
+def task_of(runner: Runner, case: Case) -> Task:
+    return runner.tasks.tasks[case.task]

@@ -1,0 +1,132 @@
+"""Checks and how a validation script's results are read. Pure: no processes, no files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Check", "ValidationOutcome", "parse_results"]
+
+Status = Literal["passed", "failed", "skipped"]
+_PASSED = {"passed", "pass", "ok", "success", "succeeded", "true"}
+_FAILED = {"failed", "fail", "failure", "error", "errored", "false"}
+_SKIPPED = {"skipped", "skip"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One validation result. ``source`` is ``artifact`` or ``script:<file>``."""
+
+    name: str
+    status: Status
+    source: str
+    reason: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationOutcome:
+    """Every check of a trial, and what the expected-artifact globs matched (for the rubric)."""
+
+    checks: tuple[Check, ...] = ()
+    expected_artifacts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def counted(self) -> tuple[Check, ...]:
+        """Checks that count toward the pass rate (skipped ones do not)."""
+        return tuple(c for c in self.checks if c.status != "skipped")
+
+    @property
+    def pass_rate(self) -> float | None:
+        counted = self.counted
+        return sum(c.passed for c in counted) / len(counted) if counted else None
+
+    @property
+    def all_passed(self) -> bool:
+        counted = self.counted
+        return bool(counted) and all(c.passed for c in counted)
+
+
+def parse_results(results_json: str | None, stdout: str, source: str) -> list[Check] | None:
+    """Checks from ``_test_results.json`` text, else from the last JSON line of *stdout*.
+
+    Returns None when neither holds a results object (the caller then judges by exit code).
+    Malformed entries become failed checks that say what was wrong, never an exception.
+    """
+    if results_json is not None:
+        try:
+            data = json.loads(results_json)
+        except json.JSONDecodeError as exc:
+            return [Check("_test_results.json", "failed", source, f"not valid JSON: {exc}")]
+        checks = _from_object(data, source)
+        if checks is not None:
+            return checks
+        return [
+            Check(
+                "_test_results.json",
+                "failed",
+                source,
+                'expected {"passed": [...], "failed": [...]} or {"checks": [...]}',
+            )
+        ]
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        checks = _from_object(data, source)
+        if checks is not None:
+            return checks
+    return None
+
+
+def _from_object(data: Any, source: str) -> list[Check] | None:
+    if not isinstance(data, dict):
+        return None
+    if "checks" in data:
+        items = data["checks"]
+        if not isinstance(items, list):
+            return [Check("checks", "failed", source, "'checks' must be a list")]
+        return [_from_entry(i, item, source) for i, item in enumerate(items)]
+    if "passed" in data or "failed" in data:
+        out: list[Check] = []
+        for key, status in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped")):
+            values = data.get(key, [])
+            if not isinstance(values, list):
+                out.append(Check(key, "failed", source, f"'{key}' must be a list"))
+                continue
+            for value in values:
+                name, reason = _name_reason(value)
+                out.append(Check(name, status, source, reason))  # type: ignore[arg-type]
+        return out
+    return None
+
+
+def _name_reason(value: Any) -> tuple[str, str]:
+    if isinstance(value, dict):
+        return str(value.get("name", value)), str(value.get("reason", value.get("message", "")) or "")
+    return str(value), ""
+
+
+def _from_entry(index: int, item: Any, source: str) -> Check:
+    if not isinstance(item, dict) or "name" not in item:
+        return Check(f"checks[{index}]", "failed", source, f"a check needs a name and a status (got {item!r})")
+    name = str(item["name"])
+    raw = item.get("status", item.get("passed"))
+    reason = str(item.get("reason") or item.get("message") or "")
+    text = str(raw).strip().lower()
+    if raw is True or text in _PASSED:
+        return Check(name, "passed", source, reason)
+    if raw is False or text in _FAILED:
+        return Check(name, "failed", source, reason)
+    if text in _SKIPPED:
+        return Check(name, "skipped", source, reason)
+    return Check(name, "failed", source, f"unknown status {raw!r}" + (f"; {reason}" if reason else ""))
