@@ -1,0 +1,147 @@
+"""The ``comet`` command line.
+
+    comet --version
+    comet tasks list  [DIR ...] [--json]
+    comet tasks check [DIR ...] [--treatments-dir DIR] [--skill-base NAME=DIR]
+
+Exit codes: 0 fine, 1 problems found, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from scaffold import __version__
+from scaffold.errors import CometError, Problem
+from scaffold.profiles import resolve_profile
+from scaffold.tasks import TaskCatalog, load_catalog
+from scaffold.treatments import TreatmentCatalog, load_treatments
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+    except CometError as exc:
+        print(f"comet: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="comet", description="comet-eval: does this skill make agents better?")
+    parser.add_argument("--version", action="version", version=f"comet-eval {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    tasks = commands.add_parser("tasks", help="list and check task folders")
+    task_commands = tasks.add_subparsers(title="tasks commands", metavar="COMMAND")
+
+    listing = task_commands.add_parser("list", help="the tasks of one or more tasks folders")
+    _dirs_arguments(listing)
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_tasks_list)
+
+    check = task_commands.add_parser("check", help="every problem in every task; exit 1 when there is any")
+    _dirs_arguments(check)
+    check.add_argument(
+        "--treatments-dir", action="append", default=[], type=Path, metavar="DIR",
+        help="treatments folder(s) to check default_treatments against (default: treatments/ beside each DIR)",
+    )
+    check.add_argument("--skill-base", action="append", default=[], metavar="NAME=DIR")
+    check.set_defaults(func=_tasks_check)
+    return parser
+
+
+def _dirs_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="tasks folder(s) (default: local/tasks)")
+
+
+def _task_dirs(args: argparse.Namespace) -> list[Path]:
+    return list(args.dirs) or [Path("local/tasks")]
+
+
+def _tasks_list(args: argparse.Namespace) -> int:
+    catalog = load_catalog(_task_dirs(args))
+    rows = []
+    for name in catalog.names():
+        task = catalog.tasks.get(name)
+        if task is None:
+            rows.append({"name": name, "status": "invalid", "problems": len(catalog.broken[name])})
+            continue
+        meta = task.spec.metadata
+        rows.append({
+            "name": name, "status": "ok", "category": meta.category, "difficulty": meta.difficulty,
+            "default_treatments": list(meta.default_treatments), "description": meta.description,
+            "path": str(task.root),
+        })
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no tasks found in " + ", ".join(str(d) for d in _task_dirs(args)))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    for row in rows:
+        if row["status"] == "invalid":
+            print(f"{row['name']:<{width}}  INVALID ({row['problems']} problems; run: comet tasks check)")
+        else:
+            treatments = ",".join(row["default_treatments"])
+            print(f"{row['name']:<{width}}  {row['category']:<8} {row['difficulty']:<6} {treatments:<30} "
+                  f"{row['description']}")
+    return 0
+
+
+def _tasks_check(args: argparse.Namespace) -> int:
+    dirs = _task_dirs(args)
+    catalog = load_catalog(dirs)
+    treatment_dirs = list(args.treatments_dir) or [
+        d.parent / "treatments" for d in dirs if (d.parent / "treatments").is_dir()
+    ]
+    bases = {}
+    for value in args.skill_base:
+        name, sep, path = value.partition("=")
+        if not sep:
+            raise CometError(f"--skill-base={value!r}: expected NAME=DIR")
+        bases[name] = Path(path)
+    treatments = load_treatments(treatment_dirs, skill_bases=bases)
+    problems = [*catalog.problems(), *treatments.problems(), *_cross_problems(catalog, treatments)]
+    for problem in problems:
+        print(problem)
+    ok = len(catalog.tasks) - len({str(p.file) for p in _cross_problems(catalog, treatments)})
+    if problems:
+        print(f"\n{len(problems)} problem(s); {len(catalog.names())} task(s) checked", file=sys.stderr)
+        return 1
+    print(f"{ok} task(s) OK; {len(treatments.treatments)} treatment(s) OK")
+    return 0
+
+
+def _cross_problems(catalog: TaskCatalog, treatments: TreatmentCatalog) -> list[Problem]:
+    """Problems that only show when tasks meet treatments and profiles."""
+    problems = []
+    for task in catalog.tasks.values():
+        toml = task.root / "task.toml"
+        for name in task.spec.metadata.default_treatments:
+            if name not in treatments.treatments and name not in treatments.broken:
+                problems.append(Problem(
+                    toml, f"names unknown treatment {name!r}; known: {', '.join(treatments.names())}",
+                    "[metadata] default_treatments", name,
+                ))
+        try:
+            resolve_profile(task)
+        except CometError as exc:
+            problems.append(Problem(toml, str(exc), "[evaluation] profile"))
+    return problems
+
+
+if __name__ == "__main__":
+    sys.exit(main())
