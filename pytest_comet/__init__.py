@@ -4,6 +4,20 @@ The plugin is registered through the ``pytest11`` entry point but stays inert un
 asks for the ``comet_case`` or ``comet_trial`` fixture (as ``local/tests/test_tasks.py`` does).
 """
 
-from pytest_comet.trial import Trial
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_comet.trial import Trial
 
 __all__ = ["Trial"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: the entry point imports this package in every pytest session.
+    if name == "Trial":
+        from pytest_comet.trial import Trial
+
+        return Trial
+    raise AttributeError(name)

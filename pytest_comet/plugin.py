@@ -15,18 +15,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_comet.trial import Trial
-from scaffold.cases import Broken, Case, parse_list, select_cases
 from scaffold.errors import CometError
-from scaffold.experiment import Experiment, new_experiment_id
-from scaffold.reports.summary import write_summary
-from scaffold.tasks import TaskCatalog, load_catalog
-from scaffold.treatments import CONTROL, DYNAMIC_SKILL, TreatmentCatalog, dynamic_treatment, load_treatments
-from scaffold.trial import KeepPolicy, Runner, Settings
+
+if TYPE_CHECKING:
+    # The harness is imported when a session first uses it, so that every other pytest session (the
+    # plugin is installed for all of them) pays nothing for loaders, pydantic or jinja2.
+    from pytest_comet.trial import Trial
+    from scaffold.cases import Broken, Case
+    from scaffold.experiment import Experiment
+    from scaffold.tasks import TaskCatalog
+    from scaffold.treatments import TreatmentCatalog
+    from scaffold.trial import KeepPolicy, Runner, Settings
 
 CASE_FIXTURE = "comet_case"
 _WORKERINPUT_KEY = "comet_experiment_id"
@@ -92,7 +95,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "--skill-path",
         default=None,
         metavar="DIR",
-        help=f"a skill folder to evaluate as treatment {DYNAMIC_SKILL} (beside {CONTROL})",
+        help="a skill folder to evaluate as treatment DYNAMIC_SKILL (beside CONTROL)",
     )
     group.addoption(
         "--skill-name",
@@ -153,11 +156,15 @@ class _State:
     experiment: Experiment | None = None
     verdicts: Counter[str] = field(default_factory=Counter)
     resumed: int = 0
+    usage_error: pytest.UsageError | None = None
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
 
     def load(self) -> tuple[TaskCatalog, TreatmentCatalog]:
+        from scaffold.tasks import load_catalog
+        from scaffold.treatments import dynamic_treatment, load_treatments
+
         if self.catalogs is None:
             root = self.config.rootpath
             task_dirs = _dirs(root / "local" / "tasks", self.option("tasks_dir"))
@@ -178,6 +185,9 @@ class _State:
         return self.catalogs
 
     def select(self) -> list[Case | Broken]:
+        from scaffold.cases import parse_list, select_cases
+        from scaffold.treatments import CONTROL, DYNAMIC_SKILL
+
         if self.cases is None:
             tasks, treatments = self.load()
             try:
@@ -198,11 +208,15 @@ class _State:
         if workerinput and _WORKERINPUT_KEY in workerinput:
             return str(workerinput[_WORKERINPUT_KEY])
         if self.experiment is None:
+            from scaffold.experiment import new_experiment_id
+
             chosen = self.option("experiment_id") or new_experiment_id()
             self.experiment = self._experiment(chosen)
         return self.experiment.id
 
     def _experiment(self, experiment_id: str) -> Experiment:
+        from scaffold.experiment import Experiment
+
         logs = self.option("logs_dir")
         logs_dir = Path(logs) if logs else self.config.rootpath / "local" / "logs"
         try:
@@ -216,6 +230,8 @@ class _State:
         return self.experiment
 
     def settings(self) -> Settings:
+        from scaffold.trial import Settings
+
         keep: KeepPolicy = self.option("keep_workspaces")
         return Settings(
             backend=self.option("backend"),
@@ -276,8 +292,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if metafunc.config.pluginmanager.hasplugin("repeat"):
         # Trials come from --count already; stop pytest-repeat multiplying them again.
         metafunc.definition.add_marker(pytest.mark.repeat(1))
-    cases = _state(metafunc.config).select()
+    state = _state(metafunc.config)
+    try:
+        cases = state.select()
+    except pytest.UsageError as exc:
+        # Raised from here it would show as a collection error with a traceback; report it after
+        # collection as a plain usage error instead (exit code 4, the message alone).
+        state.usage_error = exc
+        return
     metafunc.parametrize(CASE_FIXTURE, cases, ids=[case.id for case in cases])
+
+
+def pytest_collection_modifyitems(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.usage_error is not None:
+        raise state.usage_error
 
 
 # --- fixtures -----------------------------------------------------------------------------------------
@@ -287,6 +316,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     """The trial runner of this process (one per pytest-xdist worker)."""
     from scaffold.agents import create_agent
+    from scaffold.trial import Runner
     from scaffold.workspaces import create_backend
 
     state = _state(request.config)
@@ -319,6 +349,9 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
 @pytest.fixture
 def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Trial:
     """Run this item's trial (or report why it cannot run) and return it; see ``Trial.assert_passed``."""
+    from pytest_comet.trial import Trial
+    from scaffold.cases import Broken
+
     if isinstance(comet_case, Broken):
         request.node.user_properties.append(("comet_verdict", "invalid"))
         return Trial(comet_case)
@@ -363,6 +396,9 @@ class _Reporter:
         state = self.config.stash.get(_STATE, None)
         if state is None or not state.verdicts or self.config.option.collectonly:
             return
+
+        from scaffold.reports.summary import write_summary
+
         experiment = state.get_experiment()
         if experiment.trials_dir.is_dir():
             self.summary = write_summary(experiment)

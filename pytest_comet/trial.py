@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
-from scaffold.cases import Broken, Case
-from scaffold.trial import TrialOutcome
+from scaffold.cases import Broken
+
+if TYPE_CHECKING:
+    from scaffold.cases import Case
+    from scaffold.trial import TrialOutcome
 
 __all__ = ["Trial"]
 

@@ -14,10 +14,11 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from scaffold import __version__
 from scaffold.errors import CometError, Problem
-from scaffold.profiles import resolve_profile
+from scaffold.profiles import infer_profile, known_profiles
 from scaffold.tasks import TaskCatalog, load_catalog
 from scaffold.treatments import TreatmentCatalog, load_treatments
 
@@ -54,7 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     check = task_commands.add_parser("check", help="every problem in every task; exit 1 when there is any")
     _dirs_arguments(check)
     check.add_argument(
-        "--treatments-dir", action="append", default=[], type=Path, metavar="DIR",
+        "--treatments-dir",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
         help="treatments folder(s) to check default_treatments against (default: treatments/ beside each DIR)",
     )
     check.add_argument("--skill-base", action="append", default=[], metavar="NAME=DIR")
@@ -72,18 +77,24 @@ def _task_dirs(args: argparse.Namespace) -> list[Path]:
 
 def _tasks_list(args: argparse.Namespace) -> int:
     catalog = load_catalog(_task_dirs(args))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in catalog.names():
         task = catalog.tasks.get(name)
         if task is None:
             rows.append({"name": name, "status": "invalid", "problems": len(catalog.broken[name])})
             continue
         meta = task.spec.metadata
-        rows.append({
-            "name": name, "status": "ok", "category": meta.category, "difficulty": meta.difficulty,
-            "default_treatments": list(meta.default_treatments), "description": meta.description,
-            "path": str(task.root),
-        })
+        rows.append(
+            {
+                "name": name,
+                "status": "ok",
+                "category": meta.category,
+                "difficulty": meta.difficulty,
+                "default_treatments": list(meta.default_treatments),
+                "description": meta.description,
+                "path": str(task.root),
+            }
+        )
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -96,8 +107,10 @@ def _tasks_list(args: argparse.Namespace) -> int:
             print(f"{row['name']:<{width}}  INVALID ({row['problems']} problems; run: comet tasks check)")
         else:
             treatments = ",".join(row["default_treatments"])
-            print(f"{row['name']:<{width}}  {row['category']:<8} {row['difficulty']:<6} {treatments:<30} "
-                  f"{row['description']}")
+            print(
+                f"{row['name']:<{width}}  {row['category']:<8} {row['difficulty']:<6} {treatments:<30} "
+                f"{row['description']}"
+            )
     return 0
 
 
@@ -132,14 +145,20 @@ def _cross_problems(catalog: TaskCatalog, treatments: TreatmentCatalog) -> list[
         toml = task.root / "task.toml"
         for name in task.spec.metadata.default_treatments:
             if name not in treatments.treatments and name not in treatments.broken:
-                problems.append(Problem(
-                    toml, f"names unknown treatment {name!r}; known: {', '.join(treatments.names())}",
-                    "[metadata] default_treatments", name,
-                ))
-        try:
-            resolve_profile(task)
-        except CometError as exc:
-            problems.append(Problem(toml, str(exc), "[evaluation] profile"))
+                problems.append(
+                    Problem(
+                        toml,
+                        f"names unknown treatment {name!r}; known: {', '.join(treatments.names())}",
+                        "[metadata] default_treatments",
+                        name,
+                    )
+                )
+        name = task.spec.evaluation.profile or infer_profile(task)
+        if name not in known_profiles():
+            key = "[evaluation] profile" if task.spec.evaluation.profile else "[metadata] category (inferred profile)"
+            problems.append(
+                Problem(toml, f"unknown evaluation profile; known: {', '.join(known_profiles())}", key, name)
+            )
     return problems
 
 

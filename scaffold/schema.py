@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scaffold.errors import Problem
@@ -19,8 +20,18 @@ __all__ = [
     "PositiveNumber",
     "Seconds",
     "StrList",
+    "load_yaml",
     "problems_from",
 ]
+
+# libyaml's loader when PyYAML was built with it: ten times faster on large index files.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML safely (no arbitrary objects); raises ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=_YAML_LOADER)
+
 
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]
 StrList = tuple[Annotated[str, Field(strict=True)], ...]

@@ -19,7 +19,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import Problem, TaskError
-from scaffold.schema import Model, NonEmptyStr, PositiveNumber, Seconds, StrList, problems_from
+from scaffold.schema import Model, NonEmptyStr, PositiveNumber, Seconds, StrList, load_yaml, problems_from
 
 __all__ = [
     "INDEX_FILE",
@@ -164,7 +164,7 @@ def load_task(folder: Path) -> Task:
     try:
         with toml_path.open("rb") as handle:
             raw = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TaskError([Problem(toml_path, f"not valid TOML: {exc}")]) from None
     except OSError as exc:
         raise TaskError([Problem(toml_path, f"cannot be read: {exc.strerror}")]) from None
@@ -243,7 +243,11 @@ def _relative_path(file: Path, key: str, value: str, base: Path, root: Path) -> 
     if ".." in PurePosixPath(value).parts:
         return [Problem(file, "must not contain '..': paths stay inside the task folder", key, value)]
     target = base / value
-    if not target.is_file():
+    try:
+        is_file = target.is_file()
+    except OSError as exc:  # e.g. a name too long for the file system
+        return [Problem(file, f"not a usable path: {exc.strerror}", key, value)]
+    if not is_file:
         return [Problem(file, f"no such file: {target}", key, value)]
     if not target.resolve().is_relative_to(root.resolve()):
         return [Problem(file, "resolves outside the task folder", key, value)]
@@ -269,7 +273,12 @@ def _symlinks_outside(folder: Path) -> list[Problem]:
             path = base / name
             if path.is_symlink():
                 target = os.readlink(path)
-                if not path.resolve().is_relative_to(root):
+                try:
+                    resolved = path.resolve()
+                except (OSError, RuntimeError):  # a symlink loop
+                    problems.append(Problem(path, "symlink cannot be resolved (a loop?)", value=target))
+                    continue
+                if not resolved.is_relative_to(root):
                     problems.append(Problem(path, "symlink points outside the task folder", value=target))
     return problems
 
@@ -337,8 +346,8 @@ def _load_index(path: Path) -> tuple[dict[str, IndexEntry] | None, list[Problem]
             Problem(path, "missing: each tasks folder registers its tasks in index.yaml (tasks: [{name: ...}])")
         ]
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        raw = load_yaml(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         return None, [Problem(path, f"not valid YAML: {exc}")]
     try:
         parsed = IndexFile.model_validate(raw if raw is not None else {})

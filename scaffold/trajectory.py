@@ -52,7 +52,7 @@ class Trajectory:
 
     def summary(self) -> dict[str, Any]:
         """The JSON-ready form stored in trial records."""
-        data = asdict(self)
+        data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         data["tool_calls"] = [{"name": c.name, "input": dict(c.input)} for c in self.tool_calls]
         data["tool_call_count"] = len(self.tool_calls)
         return data

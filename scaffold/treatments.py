@@ -8,17 +8,18 @@ is ``--skill-base NAME=DIR`` when given, else the folder ``NAME`` beside the tre
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import Problem, SelectionError
-from scaffold.schema import Model, NonEmptyStr, problems_from
+from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
 
 __all__ = [
     "CONTROL",
@@ -50,8 +51,10 @@ class _ClaudeMdFile(Model):
 
 class _TreatmentEntry(Model):
     description: Annotated[str, Field(strict=True)] = ""
-    skills: tuple[NonEmptyStr | _SkillEntry, ...] = ()
-    claude_md: Annotated[str, Field(strict=True)] | _ClaudeMdFile | None = None
+    # Entries are checked one by one in _build: a pydantic union would report every alternative's
+    # error under internal names instead of the one the user meant.
+    skills: tuple[Any, ...] = ()
+    claude_md: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,7 @@ def load_treatments(dirs: Sequence[Path], *, skill_bases: Mapping[str, Path] | N
 
 def dynamic_treatment(skill_path: Path, skill_name: str | None = None) -> Treatment:
     """The ``DYNAMIC_SKILL`` treatment of ``--skill-path`` (and ``--skill-name``)."""
-    path = skill_path.expanduser().absolute()
+    path = Path(os.path.normpath(skill_path.expanduser().absolute()))
     name = skill_name or path.name
     problem = _skill_problem(path, name)
     if problem:
@@ -152,8 +155,8 @@ class _Invalid(Exception):
 
 def _read_file(file: Path) -> tuple[dict[str, Any], list[Problem]]:
     try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        raw = load_yaml(file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         return {}, [Problem(file, f"not valid YAML: {exc}")]
     if raw is None:
         return {}, []
@@ -190,11 +193,12 @@ def _build(name: str, raw: Any, file: Path, root: Path, bases: Mapping[str, Path
     skills: list[SkillRef] = []
     for i, item in enumerate(entry.skills):
         key = f"{name}.skills[{i}]"
-        ref, problem = _resolve_skill(item, file, root, bases)
+        parsed = _parse(_SkillEntry, item, file, key, problems, short="path")
+        if parsed is None:
+            continue
+        ref, problem = _resolve_skill(parsed, file, root, bases)
         if problem:
-            problems.append(
-                Problem(file, problem, key, item if isinstance(item, str) else item.model_dump(exclude_none=True))
-            )
+            problems.append(Problem(file, problem, key, item))
         elif ref is not None:
             if ref.name in {s.name for s in skills}:
                 problems.append(Problem(file, "skill installed twice under the same name", key, ref.name))
@@ -202,33 +206,53 @@ def _build(name: str, raw: Any, file: Path, root: Path, bases: Mapping[str, Path
     if name == CONTROL and skills:
         problems.append(Problem(file, "CONTROL is the no-skill baseline and cannot hold skills", f"{name}.skills"))
     claude_md: str | None = None
-    if isinstance(entry.claude_md, _ClaudeMdFile):
-        md_path = file.parent / entry.claude_md.file
-        try:
-            claude_md = md_path.read_text(encoding="utf-8")
-        except OSError as exc:
-            problems.append(Problem(file, f"cannot read {md_path}: {exc.strerror}", f"{name}.claude_md.file"))
-    else:
+    if isinstance(entry.claude_md, str):
         claude_md = entry.claude_md
+    elif entry.claude_md is not None:
+        md_file = _parse(_ClaudeMdFile, entry.claude_md, file, f"{name}.claude_md", problems, short=None)
+        if md_file is not None:
+            md_path = file.parent / md_file.file
+            try:
+                claude_md = md_path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(Problem(file, f"cannot read {md_path}: {exc}", f"{name}.claude_md.file"))
     if problems:
         raise _Invalid(problems)
     return Treatment(name, entry.description, tuple(skills), claude_md, file)
 
 
-def _resolve_skill(
-    item: str | _SkillEntry, file: Path, root: Path, bases: Mapping[str, Path]
-) -> tuple[SkillRef | None, str]:
-    if isinstance(item, str):
-        item = _SkillEntry(path=item)
+_M = TypeVar("_M", bound=Model)
+
+
+def _parse(model: type[_M], raw: Any, file: Path, key: str, problems: list[Problem], *, short: str | None) -> _M | None:
+    """*raw* as *model*; a non-empty string stands for ``{short: raw}`` when *short* is given."""
+    if short and isinstance(raw, str) and raw:
+        raw = {short: raw}
+    if not isinstance(raw, dict):
+        shapes = f"a string ({short}) or " if short else ""
+        keys = ", ".join(model.model_fields)
+        problems.append(Problem(file, f"expected {shapes}a mapping with keys {keys}", key, raw))
+        return None
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(
+            Problem(p.file, p.message, f"{key}.{p.key}", p.value)
+            for p in problems_from(exc, file, model, sections=False)
+        )
+        return None
+
+
+def _resolve_skill(item: _SkillEntry, file: Path, root: Path, bases: Mapping[str, Path]) -> tuple[SkillRef | None, str]:
     if item.path and item.skill:
         return None, "give either path (relative to this file) or skill with base, not both"
     if item.path:
-        folder = (file.parent / item.path).absolute()
+        folder = Path(os.path.normpath(file.parent.absolute() / item.path))
     elif item.skill:
         if not item.base:
             return None, "a skill snapshot needs a base folder name (base: NAME)"
         base = bases.get(item.base, root.parent / item.base)
-        folder = (base / item.skill).absolute()
+        folder = Path(os.path.normpath(base.absolute() / item.skill))
     else:
         return None, "a skill entry needs path (a folder relative to this file) or skill with base"
     name = item.name or folder.name

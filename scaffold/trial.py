@@ -173,11 +173,14 @@ class Runner:
             errors.append({"type": type(exc).__name__, "message": str(exc)})
         except Exception as exc:  # a harness bug must still leave a record saying what happened
             errors.append({"type": type(exc).__name__, "message": f"unexpected: {exc!r}"})
-        finally:
+        except BaseException:  # Ctrl-C or a stopped worker: no record, so a resume runs it again
             if workspace is not None:
-                policy = self.settings.keep_workspaces
-                keep = policy == "all" or (policy == "failed" and verdict != "passed")
-                self.backend.destroy(workspace, keep=keep)
+                self.backend.destroy(workspace, keep=False)
+            raise
+        if workspace is not None:
+            policy = self.settings.keep_workspaces
+            keep = policy == "all" or (policy == "failed" and verdict != "passed")
+            self.backend.destroy(workspace, keep=keep)
         finished = self.clock()
         return TrialRecord(
             experiment_id=self.experiment.id,

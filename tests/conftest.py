@@ -60,8 +60,12 @@ class TaskFactory:
 
     def spec(self, name: str, **sections: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         data: dict[str, dict[str, Any]] = {
-            "metadata": {"name": name, "description": f"task {name}", "category": "generic",
-                         "default_treatments": ["CONTROL"]},
+            "metadata": {
+                "name": name,
+                "description": f"task {name}",
+                "category": "generic",
+                "default_treatments": ["CONTROL"],
+            },
             "environment": {"timeout_sec": 30},
             "validation": {"test_scripts": ["check.py"], "timeout": 30},
         }
@@ -76,7 +80,7 @@ class TaskFactory:
         toml: str | Mapping[str, Mapping[str, Any]] | None = None,
         solve: str = "echo done > out.txt\n",
         scripts: Mapping[str, str] | None = None,
-        environment: Mapping[str, str] | None = None,
+        files: Mapping[str, str] | None = None,
         instruction: str = "Write done into out.txt. Run id: {run_id}\n",
         register: bool = True,
         **sections: Mapping[str, Any],
@@ -87,8 +91,10 @@ class TaskFactory:
         (folder / "task.toml").write_text(spec if isinstance(spec, str) else to_toml(spec))
         (folder / "instruction.md").write_text(instruction)
         (folder / "environment").mkdir(exist_ok=True)
-        (folder / "environment" / "Dockerfile").write_text("ARG BASE_IMAGE=comet-eval/base:bookworm\nFROM ${BASE_IMAGE}\n")
-        for rel, text in (environment or {}).items():
+        (folder / "environment" / "Dockerfile").write_text(
+            "ARG BASE_IMAGE=comet-eval/base:bookworm\nFROM ${BASE_IMAGE}\n"
+        )
+        for rel, text in (files or {}).items():
             (folder / "environment" / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / "environment" / rel).write_text(text)
         (folder / "validation").mkdir(exist_ok=True)
@@ -99,9 +105,14 @@ class TaskFactory:
         if register and isinstance(spec, Mapping):
             meta = spec["metadata"]
             self.index = [e for e in self.index if e["name"] != name]
-            self.index.append({"name": name, "category": meta.get("category", "generic"),
-                               "default_treatments": list(meta.get("default_treatments", ["CONTROL"])),
-                               "description": meta.get("description", "")})
+            self.index.append(
+                {
+                    "name": name,
+                    "category": meta.get("category", "generic"),
+                    "default_treatments": list(meta.get("default_treatments", ["CONTROL"])),
+                    "description": meta.get("description", ""),
+                }
+            )
         elif register:
             self.index = [e for e in self.index if e["name"] != name] + [{"name": name}]
         self.write_index()
@@ -141,3 +152,30 @@ def suite(pytester: pytest.Pytester) -> TaskFactory:
     (tests / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
     pytester.makeini("[pytest]\n")
     return factory
+
+
+def make_runner(
+    tasks_dirs: list[Path],
+    treatments_dirs: list[Path],
+    root: Path,
+    *,
+    agent: str = "oracle",
+    experiment_id: str = "exp-1",
+    **settings: Any,
+) -> Any:
+    """A real Runner over real folders, workspaces under *root*/ws and logs under *root*/logs."""
+    from scaffold.agents import create_agent
+    from scaffold.experiment import Experiment
+    from scaffold.tasks import load_catalog
+    from scaffold.treatments import load_treatments
+    from scaffold.trial import Runner, Settings
+    from scaffold.workspaces import create_backend
+
+    return Runner(
+        load_catalog(tasks_dirs),
+        load_treatments(treatments_dirs),
+        Experiment.under(root / "logs", experiment_id),
+        Settings(agent=agent, **settings),
+        create_backend("local", workspace_root=root / "ws"),
+        create_agent(agent),
+    )

@@ -108,9 +108,10 @@ def render_summary(experiment_id: str, records: Sequence[TrialRecord], problems:
     agg = aggregate(records)
     errors = [r for r in records if r.verdict == "error"]
     failed = [r for r in records if r.verdict == "failed"]
-    return _ENV.get_template("summary.md.j2").render(
+    text = _ENV.get_template("summary.md.j2").render(
         experiment_id=experiment_id, records=records, agg=agg, errors=errors, failed=failed, problems=problems
     )
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
 def write_summary(experiment: Experiment) -> Path:

@@ -11,6 +11,8 @@ __all__ = ["dangerous_commands", "why_dangerous"]
 _SEPARATORS = {";", "&&", "||", "&", "\n", "(", ")"}
 _SHELLS = {"sh", "bash", "zsh", "dash", "ksh"}
 _INTERPRETERS = _SHELLS | {"python", "python3", "perl", "ruby", "node"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPERS = {"sudo", "env", "nohup", "time", "exec", "command"}
 _FORK_BOMB = re.compile(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:")
 
 
@@ -59,18 +61,21 @@ def _split(tokens: list[str], separators: set[str]) -> list[list[str]]:
     return [p for p in parts if p]
 
 
-def _program(stage: list[str]) -> str:
-    words = [t for t in stage if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t)]
-    while words and words[0] in {"sudo", "env", "nohup", "time", "exec", "command"}:
+def _words(stage: list[str]) -> list[str]:
+    """The stage without leading ``VAR=value`` assignments and wrappers such as ``sudo``."""
+    words = list(stage)
+    while words and (_ASSIGNMENT.match(words[0]) or words[0] in _WRAPPERS):
         words = words[1:]
+    return words
+
+
+def _program(stage: list[str]) -> str:
+    words = _words(stage)
     return words[0].rsplit("/", 1)[-1] if words else ""
 
 
 def _args(stage: list[str]) -> list[str]:
-    words = [t for t in stage if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", t)]
-    while words and words[0] in {"sudo", "env", "nohup", "time", "exec", "command"}:
-        words = words[1:]
-    return words[1:]
+    return _words(stage)[1:]
 
 
 def _is_download(stage: list[str]) -> bool:

@@ -1,0 +1,110 @@
+"""Trial records on disk and the summary built from them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaffold.errors import RecordError, SelectionError
+from scaffold.experiment import Experiment, new_experiment_id
+from scaffold.records import SCHEMA_VERSION, TrialRecord, read_record, read_records, write_json_atomic
+from scaffold.reports.summary import aggregate, render_summary, write_summary
+
+
+def record(task: str, treatment: str, trial: int, verdict: str, score: float | None, **extra: Any) -> TrialRecord:
+    dims = extra.pop(
+        "dimensions",
+        (
+            {"name": "completion", "weight": 2.0, "score": score, "reason": ""},
+            {"name": "skill_invocation", "weight": 1.0, "score": None, "reason": "N/A"},
+        ),
+    )
+    return TrialRecord(
+        experiment_id="e",
+        case_id=f"{task}-{treatment}-r{trial}",
+        task=task,
+        treatment=treatment,
+        trial=trial,
+        config={},
+        config_hash="sha256:x",
+        verdict=verdict,
+        weighted_score=score,  # type: ignore[arg-type]
+        duration_s=extra.pop("duration_s", 1.0),
+        dimensions=dims,
+        **extra,
+    )
+
+
+def test_atomic_write_and_round_trip(tmp_path: Path) -> None:
+    rec = record("a", "CONTROL", 1, "passed", 1.0, hard_failures=("x",), errors=({"type": "T", "message": "m"},))
+    path = tmp_path / "deep" / "record.json"
+    write_json_atomic(path, rec.to_dict())
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]  # no temporary file left
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION
+    assert read_record(path) == rec
+
+
+def test_unknown_schema_and_garbage_are_refused(tmp_path: Path) -> None:
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**record("a", "C", 1, "passed", 1.0).to_dict(), "schema_version": 99}))
+    with pytest.raises(RecordError, match="schema_version 99 is not supported"):
+        read_record(future)
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("{half")
+    records, problems = read_records([future, garbage])
+    assert records == [] and len(problems) == 2
+
+
+def test_experiment_ids() -> None:
+    assert new_experiment_id() != new_experiment_id()
+    with pytest.raises(SelectionError, match="--experiment-id"):
+        Experiment.under(Path("/tmp"), "../escape")
+
+
+def test_aggregate_counts_errors_as_unscored() -> None:
+    recs = [
+        record("a", "CONTROL", 1, "passed", 1.0),
+        record("a", "CONTROL", 2, "failed", 0.5),
+        record("a", "CONTROL", 3, "error", None),
+        record("b", "SKILL", 1, "passed", 0.9),
+    ]
+    agg = aggregate(recs)
+    control = agg.by_treatment["CONTROL"]
+    assert control.trials == 3 and control.pass_rate == 0.5 and control.mean_score == 0.75
+    assert control.dimension_mean("completion") == 0.75
+    assert control.dimension_mean("skill_invocation") is None
+    assert agg.tasks == ["a", "b"] and agg.treatments == ["CONTROL", "SKILL"]
+
+
+def test_summary_tables(tmp_path: Path) -> None:
+    recs = [
+        record("a", "CONTROL", 1, "passed", 1.0, duration_s=2.0),
+        record(
+            "a",
+            "CONTROL",
+            2,
+            "failed",
+            0.5,
+            duration_s=4.0,
+            hard_failures=("Required skill not invoked: s",),
+            checks=({"name": "c1", "status": "failed", "source": "s", "reason": ""},),
+        ),
+        record("a", "SKILL", 1, "error", None, errors=({"type": "WorkspaceError", "message": "disk | full"},)),
+    ]
+    text = render_summary("e", recs, ["bad.json: unreadable"])
+    assert "| CONTROL | 2 | 1 | 1 | 0 | 50% | 0.750 | 3.00 |" in text
+    assert "| SKILL | 1 | 0 | 0 | 1 | N/A | N/A | 1.00 |" in text
+    assert "| a | 1/2, 0.75, 3.0s | 0/0 (+1 err), N/A, 1.0s |" in text
+    assert "| a-CONTROL-r2 | 0.500 | Required skill not invoked: s; c1 |" in text
+    assert "| a-SKILL-r1 | WorkspaceError: disk \\| full |" in text
+    assert "- bad.json: unreadable" in text
+
+    experiment = Experiment("e", tmp_path / "e")
+    for rec in recs:
+        write_json_atomic(experiment.trials_dir / rec.case_id / "record.json", rec.to_dict())
+    path = write_summary(experiment)
+    assert path == tmp_path / "e" / "summary.md"
+    assert "| CONTROL | 2 | 1 | 1 | 0 | 50% |" in path.read_text()
