@@ -163,7 +163,7 @@ class _State:
 
     def load(self) -> tuple[TaskCatalog, TreatmentCatalog]:
         from scaffold.tasks import load_catalog
-        from scaffold.treatments import dynamic_treatment, load_treatments
+        from scaffold.treatments import dynamic_treatment, load_treatments, parse_skill_bases
 
         if self.catalogs is None:
             root = self.config.rootpath
@@ -171,16 +171,15 @@ class _State:
             treatment_dirs = _dirs(root / "local" / "treatments", self.option("treatments_dir"))
             if not task_dirs:
                 raise pytest.UsageError(f"no tasks: {root / 'local' / 'tasks'} does not exist; pass --tasks-dir")
-            bases = _bases(self.option("skill_base"))
             tasks = load_catalog(task_dirs)
-            treatments = load_treatments(treatment_dirs, skill_bases=bases)
-            if self.option("skill_path"):
-                try:
+            try:
+                treatments = load_treatments(treatment_dirs, skill_bases=parse_skill_bases(self.option("skill_base")))
+                if self.option("skill_path"):
                     treatments = treatments.with_treatment(
                         dynamic_treatment(Path(self.option("skill_path")), self.option("skill_name"))
                     )
-                except CometError as exc:
-                    raise pytest.UsageError(str(exc)) from None
+            except CometError as exc:
+                raise pytest.UsageError(str(exc)) from None
             self.catalogs = (tasks, treatments)
         return self.catalogs
 
@@ -255,16 +254,6 @@ def _state(config: pytest.Config) -> _State:
 def _dirs(default: Path, extra: list[str]) -> list[Path]:
     found = [default] if default.is_dir() else []
     return found + [Path(p).absolute() for p in extra]
-
-
-def _bases(values: list[str]) -> dict[str, Path]:
-    out = {}
-    for value in values:
-        name, sep, path = value.partition("=")
-        if not sep or not name or not path:
-            raise pytest.UsageError(f"--skill-base={value!r}: expected NAME=DIR")
-        out[name] = Path(path).absolute()
-    return out
 
 
 def pytest_configure(config: pytest.Config) -> None:

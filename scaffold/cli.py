@@ -20,7 +20,7 @@ from scaffold import __version__
 from scaffold.errors import CometError, Problem
 from scaffold.profiles import infer_profile, known_profiles
 from scaffold.tasks import TaskCatalog, load_catalog
-from scaffold.treatments import TreatmentCatalog, load_treatments
+from scaffold.treatments import TreatmentCatalog, load_treatments, parse_skill_bases
 
 __all__ = ["main"]
 
@@ -120,21 +120,14 @@ def _tasks_check(args: argparse.Namespace) -> int:
     treatment_dirs = list(args.treatments_dir) or [
         d.parent / "treatments" for d in dirs if (d.parent / "treatments").is_dir()
     ]
-    bases = {}
-    for value in args.skill_base:
-        name, sep, path = value.partition("=")
-        if not sep:
-            raise CometError(f"--skill-base={value!r}: expected NAME=DIR")
-        bases[name] = Path(path)
-    treatments = load_treatments(treatment_dirs, skill_bases=bases)
+    treatments = load_treatments(treatment_dirs, skill_bases=parse_skill_bases(args.skill_base))
     problems = [*catalog.problems(), *treatments.problems(), *_cross_problems(catalog, treatments)]
     for problem in problems:
         print(problem)
-    ok = len(catalog.tasks) - len({str(p.file) for p in _cross_problems(catalog, treatments)})
     if problems:
         print(f"\n{len(problems)} problem(s); {len(catalog.names())} task(s) checked", file=sys.stderr)
         return 1
-    print(f"{ok} task(s) OK; {len(treatments.treatments)} treatment(s) OK")
+    print(f"{len(catalog.tasks)} task(s) OK; {len(treatments.treatments)} treatment(s) OK")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
@@ -387,8 +387,3 @@ def _index_mismatch(index_path: Path, entry: IndexEntry | None, task: Task) -> l
                 )
             )
     return problems
-
-
-def iter_problems(catalog: TaskCatalog, names: Iterable[str]) -> list[Problem]:
-    """The problems of the named tasks, in name order."""
-    return [p for n in sorted(names) for p in catalog.broken.get(n, ())]

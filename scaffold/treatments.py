@@ -29,6 +29,7 @@ __all__ = [
     "TreatmentCatalog",
     "dynamic_treatment",
     "load_treatments",
+    "parse_skill_bases",
 ]
 
 CONTROL = "CONTROL"
@@ -136,6 +137,17 @@ def load_treatments(dirs: Sequence[Path], *, skill_bases: Mapping[str, Path] | N
     return TreatmentCatalog(
         dict(sorted(treatments.items())), {k: tuple(v) for k, v in sorted(broken.items())}, tuple(general)
     )
+
+
+def parse_skill_bases(values: Sequence[str]) -> dict[str, Path]:
+    """``--skill-base NAME=DIR`` values as a mapping; a value without ``=`` is a SelectionError."""
+    bases: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise SelectionError(f"--skill-base={value!r}: expected NAME=DIR")
+        bases[name] = Path(path).absolute()
+    return bases
 
 
 def dynamic_treatment(skill_path: Path, skill_name: str | None = None) -> Treatment:

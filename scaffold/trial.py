@@ -21,7 +21,7 @@ from scaffold.hashing import hash_json, hash_tree
 from scaffold.profiles import resolve_profile
 from scaffold.records import TrialRecord, Verdict, read_record, write_json_atomic
 from scaffold.rubrics import RubricInput
-from scaffold.tasks import Task, TaskCatalog
+from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
 from scaffold.treatments import Treatment, TreatmentCatalog
 from scaffold.validation.results import ValidationOutcome
@@ -228,7 +228,3 @@ class Runner:
             workspace.put(skill.path, f"{self.agent.skills_dir}/{skill.name}")
         if treatment.claude_md:
             workspace.write_text(self.agent.instructions_file, treatment.claude_md)
-
-
-def task_of(runner: Runner, case: Case) -> Task:
-    return runner.tasks.tasks[case.task]
