@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
     # plugin is installed for all of them) pays nothing for loaders, pydantic or jinja2.
     from pytest_comet.trial import Trial
+    from scaffold.agents import Agent
     from scaffold.cases import Broken, Case
     from scaffold.experiment import Experiment
     from scaffold.tasks import TaskCatalog
@@ -69,7 +70,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         metavar="NAME",
         help="evaluation profile for every task (default: the task's, else inferred)",
     )
-    group.addoption("--model", default=None, metavar="NAME", help="model for the agent (recorded in the config)")
+    group.addoption("--model", default=None, metavar="NAME", help="the agent's model (default: its *_MODEL variables)")
+    group.addoption(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="the agent's model API base URL (default: its *_BASE_URL variables)",
+    )
     group.addoption(
         "--tasks-dir",
         action="append",
@@ -157,6 +164,7 @@ class _State:
     verdicts: Counter[str] = field(default_factory=Counter)
     resumed: int = 0
     usage_error: pytest.UsageError | None = None
+    _agent: Agent | None = None
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -228,6 +236,18 @@ class _State:
             self.experiment = self._experiment(self.experiment_id())
         return self.experiment
 
+    def agent(self) -> Agent:
+        from scaffold.agents import create_agent
+
+        if self._agent is None:
+            try:
+                self._agent = create_agent(
+                    self.option("agent"), model=self.option("model"), base_url=self.option("base_url")
+                )
+            except CometError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self._agent
+
     def settings(self) -> Settings:
         from scaffold.trial import Settings
 
@@ -294,8 +314,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
-    if state is not None and state.usage_error is not None:
+    if state is None or (state.cases is None and state.usage_error is None):
+        return
+    if state.usage_error is not None:
         raise state.usage_error
+    state.agent()  # unknown agents and missing credentials fail here, before any workspace exists
 
 
 # --- fixtures -----------------------------------------------------------------------------------------
@@ -304,7 +327,6 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     """The trial runner of this process (one per pytest-xdist worker)."""
-    from scaffold.agents import create_agent
     from scaffold.trial import Runner
     from scaffold.workspaces import create_backend
 
@@ -314,9 +336,9 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     experiment = state.get_experiment()
     root = request.config.getoption("workspace_root")
     workspace_root = Path(root) if root else Path(tempfile.gettempdir()) / "comet-eval"
+    agent = state.agent()
     try:
         backend = create_backend(settings.backend, workspace_root=workspace_root.absolute())
-        agent = create_agent(settings.agent)
     except CometError as exc:
         raise pytest.UsageError(str(exc)) from None
     workerinput = getattr(request.config, "workerinput", None)

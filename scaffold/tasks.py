@@ -76,6 +76,12 @@ class Evaluation(Model):
 class Interaction(Model):
     mode: Literal["none", "auto_user"] = "none"
     max_turns: PositiveInt = 12
+    simulator_prompt: Annotated[str, Field(strict=True)] | None = None
+    decision_patterns: StrList = ()
+    decision_reply: Annotated[str, Field(strict=True)] | None = None
+    decision_replies: StrList = ()
+    continue_prompt: Annotated[str, Field(strict=True)] = "Please continue until the task is complete."
+    fresh_resume_marker: Annotated[str, Field(strict=True)] | None = None
 
 
 class TaskSpec(Model):
@@ -220,6 +226,18 @@ def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None) -> list[P
     ):
         for i, pattern in enumerate(globs):
             problems.extend(_workspace_glob(toml_path, f"{key}[{i}]", pattern))
+    for i, pattern in enumerate(spec.interaction.decision_patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            problems.append(
+                Problem(
+                    toml_path,
+                    f"not a valid regular expression: {exc}",
+                    f"[interaction] decision_patterns[{i}]",
+                    pattern,
+                )
+            )
     if not spec.validation.test_scripts and not spec.validation.target_artifacts:
         problems.append(
             Problem(

@@ -49,10 +49,13 @@ class Trajectory:
     duration_s: float = 0.0
     completed: bool = True
     agent_version: str | None = None
+    interaction_log: tuple[Mapping[str, Any], ...] = ()
+    """auto_user conversations: one entry per turn (prompt kind, decision, reply and its source)."""
 
     def summary(self) -> dict[str, Any]:
         """The JSON-ready form stored in trial records."""
         data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        data["interaction_log"] = [dict(e) for e in self.interaction_log]
         data["tool_calls"] = [{"name": c.name, "input": dict(c.input)} for c in self.tool_calls]
         data["tool_call_count"] = len(self.tool_calls)
         return data
@@ -63,6 +66,6 @@ class Trajectory:
         fields["tool_calls"] = tuple(ToolCall(c["name"], c.get("input", {})) for c in data.get("tool_calls", ()))
         tokens = data.get("tokens")
         fields["tokens"] = TokenUsage(**tokens) if tokens else None
-        for key in ("commands", "skills_invoked", "permission_denials", "errors"):
+        for key in ("commands", "skills_invoked", "permission_denials", "errors", "interaction_log"):
             fields[key] = tuple(data.get(key, ()))
         return cls(**fields)

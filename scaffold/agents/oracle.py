@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from scaffold.agents import AgentRequest
+from scaffold.agents.install import InstallSpec
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces import Workspace
 
@@ -16,6 +17,8 @@ class OracleAgent:
     skills_dir = ".claude/skills"
     instructions_file = "CLAUDE.md"
     invokes_skills = False
+    needs_network = False
+    install: InstallSpec | None = None
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         """Copy the solution in, run ``bash solve.sh`` from the workspace root, take the solution out.
@@ -56,6 +59,8 @@ class NopAgent:
     skills_dir = ".claude/skills"
     instructions_file = "CLAUDE.md"
     invokes_skills = False
+    needs_network = False
+    install: InstallSpec | None = None
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         return Trajectory(agent=self.name, turns=0, exit_code=0)

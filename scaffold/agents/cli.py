@@ -1,0 +1,182 @@
+"""Agents that are command-line programs: build the command and environment, run one turn in the
+workspace, keep the raw stream, parse it into a Trajectory.
+
+Only declared credentials reach the process; their values are scrubbed from every file the turn
+wrote (raw stream, stderr) before anything is parsed or recorded.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from scaffold.agents import AgentRequest
+from scaffold.agents.credentials import CredentialSpec, Redactor, resolve_credentials
+from scaffold.agents.install import InstallSpec
+from scaffold.trajectory import Trajectory
+from scaffold.workspaces import Workspace
+
+__all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What one turn needs to build its command line."""
+
+    prompt: str
+    model: str | None
+    session_id: str | None
+    home: str
+    workspace: str
+    base_url: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CliAgentSpec:
+    name: str
+    install: InstallSpec
+    skills_dir: str
+    instructions_file: str
+    credentials: CredentialSpec
+    argv: Callable[[Invocation], list[str]]
+    parse: Callable[[Iterable[str]], Trajectory]
+    model_env: tuple[str, ...] = ()
+    """Where the model comes from when --model is not given, first set wins."""
+    base_url_env: tuple[str, ...] = ()
+    """Where the API base URL comes from, first set wins; rewritten for containers."""
+    fixed_env: Mapping[str, str] = field(default_factory=dict)
+    home_env: Callable[[str], dict[str, str]] = lambda home: {"HOME": home}
+    version_argv: tuple[str, ...] = ("--version",)
+    supports_resume: bool = True
+
+
+class CliAgent:
+    """A CLI agent bound to resolved credentials (missing ones fail here, before any workspace)."""
+
+    invokes_skills = True
+    needs_network = True
+
+    def __init__(
+        self,
+        spec: CliAgentSpec,
+        env: Mapping[str, str],
+        *,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.skills_dir = spec.skills_dir
+        self.instructions_file = spec.instructions_file
+        self.install: InstallSpec | None = spec.install
+        self._env = resolve_credentials(spec.credentials, env, agent=spec.name)
+        self.model = model or next((env[k] for k in spec.model_env if env.get(k)), None)
+        self.base_url = base_url or next((env[k] for k in spec.base_url_env if env.get(k)), None)
+        self.redactor = Redactor(self._env[k] for k in spec.credentials.secrets if k in self._env)
+        self._version: str | None = None
+
+    def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
+        from scaffold.conversation import converse
+
+        home = _AgentHome(workspace)
+        try:
+            return converse(self, workspace, request, home.path)
+        finally:
+            home.remove()
+
+    def turn(
+        self,
+        workspace: Workspace,
+        request: AgentRequest,
+        prompt: str,
+        *,
+        session_id: str | None,
+        index: int,
+        home: str,
+        timeout_s: float,
+    ) -> Trajectory:
+        """Run one turn (resuming *session_id* when given) and parse what it printed."""
+        base_url = _reachable(self.base_url, workspace)
+        invocation = Invocation(
+            prompt, self.model, session_id if self.spec.supports_resume else None, home, workspace.root, base_url
+        )
+        env = {**self.spec.fixed_env, **self.spec.home_env(home), **self._env}
+        for key in self.spec.base_url_env[:1]:
+            if base_url:
+                env[key] = base_url
+        stream = request.log_dir / f"agent.turn-{index}.jsonl"
+        stderr = request.log_dir / f"agent.turn-{index}.stderr.log"
+        result = workspace.exec(
+            [self.spec.install.executable, *self.spec.argv(invocation)],
+            timeout=timeout_s,
+            env=env,
+            stdout_path=stream,
+            stderr_path=stderr,
+        )
+        self.redactor.file(stream)
+        self.redactor.file(stderr)
+        with stream.open(encoding="utf-8", errors="replace") as handle:
+            trajectory = self.spec.parse(handle)
+        errors = list(trajectory.errors)
+        if result.timed_out:
+            errors.append(f"agent timed out after {timeout_s:g}s")
+        elif result.exit_code not in (0, None):
+            tail = self.redactor.text(result.stderr(600)).strip().splitlines()
+            errors.append(f"exited with code {result.exit_code}" + (f": {tail[-1]}" if tail else ""))
+        return replace(
+            trajectory,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            duration_s=result.duration_s,
+            errors=tuple(errors),
+            completed=trajectory.completed and not result.timed_out,
+            agent_version=trajectory.agent_version or self.version(workspace, request.log_dir),
+        )
+
+    def version(self, workspace: Workspace, log_dir: Path) -> str | None:
+        """The version that actually ran, asked once per agent object."""
+        if self._version is None:
+            out = log_dir / "agent.version.log"
+            result = workspace.exec(
+                [self.spec.install.executable, *self.spec.version_argv],
+                timeout=30,
+                env={},
+                stdout_path=out,
+                stderr_path=log_dir / "agent.version.stderr.log",
+            )
+            text = result.stdout(400).strip()
+            self._version = text.splitlines()[0] if result.exit_code == 0 and text else ""
+        return self._version or None
+
+
+class _AgentHome:
+    """A private HOME for the agent's own files (sessions, settings), outside the workspace so its
+    caches never count as artifacts; removed after the trial."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self._dir: Path | None = None
+        if workspace.host_path is not None and workspace.root == str(workspace.host_path):
+            self._dir = Path(tempfile.mkdtemp(prefix="comet-agent-home-"))
+            self.path = str(self._dir)
+        else:
+            self.path = "/root"  # inside a container: private to it and gone with it
+
+    def remove(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _reachable(url: str | None, workspace: Workspace) -> str | None:
+    """Point a loopback base URL at the host as the workspace sees it (a container's gateway)."""
+    host = getattr(workspace, "host_address", None)
+    if not url or not host:
+        return url
+    parts = urlsplit(url)
+    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return url
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))

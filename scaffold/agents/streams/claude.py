@@ -1,0 +1,170 @@
+"""Claude Code ``--output-format stream-json`` (also Qoder's and CodeBuddy's, which share its shape).
+
+Pitfalls handled (see AGENT_CLI_FACTS.md): one API response arrives as several ``assistant`` lines
+with the same message id and repeated usage, so turns and tokens are counted per message id and the
+final ``result`` usage wins; API failures end in ``result`` with ``is_error`` true even when
+``subtype`` says success; sub-agent events carry ``parent_tool_use_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scaffold.agents.streams import json_events, skill_from_path
+from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
+
+__all__ = ["parse_claude_stream"]
+
+_READ_TOOLS = {"Read", "read_file", "View"}
+_SHELL_TOOLS = {"Bash", "bash", "Shell", "run_shell_command"}
+
+
+def tokens_of(usage: Any) -> TokenUsage | None:
+    if not isinstance(usage, dict):
+        return None
+
+    def num(key: str) -> int:
+        value = usage.get(key)
+        return int(value) if isinstance(value, (int, float)) else 0
+
+    return TokenUsage(
+        num("input_tokens"), num("output_tokens"), num("cache_read_input_tokens"), num("cache_creation_input_tokens")
+    )
+
+
+def _skill_of(name: str, tool_input: dict[str, Any]) -> str | None:
+    if name == "Skill":
+        skill = tool_input.get("skill") or tool_input.get("command") or tool_input.get("name")
+        return str(skill).lstrip("/") if skill else None
+    if name in _READ_TOOLS:
+        path = tool_input.get("file_path") or tool_input.get("path")
+        return skill_from_path(str(path)) if path else None
+    return None
+
+
+@dataclass
+class _State:
+    agent: str
+    custom: bool
+    malformed: int = 0
+    message_ids: list[str] = field(default_factory=list)
+    usage_by_message: dict[str, TokenUsage] = field(default_factory=dict)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    denials: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    version: str | None = None
+    final_text: str = ""
+    last_text: str = ""
+    result_tokens: TokenUsage | None = None
+    cost: float | None = None
+    completed: bool = False
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        self.session_id = event.get("session_id") or self.session_id
+        if kind == "system" and event.get("subtype") == "init":
+            self.version = event.get("claude_code_version") or event.get("version") or self.version
+        elif kind == "skill_invocation" and self.custom and event.get("skill"):
+            self._skill(str(event["skill"]))
+        elif kind == "assistant":
+            self._assistant(event)
+        elif kind == "result":
+            self._result(event)
+        elif kind == "error":
+            self.errors.append(str(event.get("message") or event.get("error") or event)[:300])
+
+    def _skill(self, name: str) -> None:
+        if name not in self.skills:
+            self.skills.append(name)
+
+    def _assistant(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        if not isinstance(message, dict):
+            self.malformed += 1
+            return
+        msg_id = str(message.get("id") or f"line-{len(self.message_ids)}")
+        if event.get("parent_tool_use_id") is None and msg_id not in self.message_ids:
+            self.message_ids.append(msg_id)
+        tokens = tokens_of(message.get("usage"))
+        if tokens is not None:
+            self.usage_by_message[msg_id] = tokens
+        if message.get("model") == "<synthetic>":
+            self.errors.append("API error: " + _text_of(message.get("content")))
+        for block in message.get("content") or ():
+            if isinstance(block, dict):
+                self._block(block)
+
+    def _block(self, block: dict[str, Any]) -> None:
+        if block.get("type") == "text" and block.get("text"):
+            self.last_text = str(block["text"])
+        elif block.get("type") == "tool_use":
+            name = str(block.get("name", ""))
+            raw = block.get("input")
+            tool_input: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            self.tool_calls.append(ToolCall(name, tool_input))
+            if name in _SHELL_TOOLS and isinstance(tool_input.get("command"), str):
+                self.commands.append(tool_input["command"])
+            skill = None if self.custom else _skill_of(name, tool_input)
+            if skill:
+                self._skill(skill)
+
+    def _result(self, event: dict[str, Any]) -> None:
+        self.completed = True
+        self.final_text = str(event.get("result") or self.last_text)
+        self.result_tokens = tokens_of(event.get("usage"))
+        if isinstance(event.get("total_cost_usd"), (int, float)):
+            self.cost = float(event["total_cost_usd"])
+        for denial in event.get("permission_denials") or ():
+            if isinstance(denial, dict):
+                self.denials.append(str(denial.get("tool_name", "?")))
+        if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
+            self.errors.append(f"result {event.get('subtype')}: {str(event.get('result') or '')[:300]}".strip())
+
+    def trajectory(self) -> Trajectory:
+        tokens = self.result_tokens
+        if tokens is None and self.usage_by_message:
+            tokens = TokenUsage(
+                sum(u.input for u in self.usage_by_message.values()),
+                sum(u.output for u in self.usage_by_message.values()),
+                sum(u.cache_read for u in self.usage_by_message.values()),
+                sum(u.cache_write for u in self.usage_by_message.values()),
+            )
+        return Trajectory(
+            agent=self.agent,
+            turns=len(self.message_ids),
+            tool_calls=tuple(self.tool_calls),
+            commands=tuple(self.commands),
+            skills_invoked=tuple(self.skills),
+            tokens=tokens,
+            cost_usd=self.cost,
+            session_id=self.session_id,
+            final_text=self.final_text or self.last_text,
+            permission_denials=tuple(self.denials),
+            errors=tuple(self.errors),
+            malformed_lines=self.malformed,
+            completed=self.completed,
+            agent_version=self.version,
+        )
+
+
+def parse_claude_stream(lines: Iterable[str], *, agent: str = "claude-code", custom: bool = False) -> Trajectory:
+    """Normalize a stream-json transcript. With *custom*, ``{"type": "skill_invocation"}`` events are
+    the only skill evidence (the seed's contract for custom adapters)."""
+    state = _State(agent, custom)
+    for event in json_events(lines):
+        if event is None:
+            state.malformed += 1
+        else:
+            state.feed(event)
+    return state.trajectory()
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))[:300]
+    return str(content or "")[:300]

@@ -1,0 +1,128 @@
+"""Codex ``exec --json`` JSONL: thread/turn/item events.
+
+Codex reports no cost and no API-call count (turns stay None: unknown, not zero); its
+``input_tokens`` include cached tokens, so cached ones are moved to ``cache_read``; commands arrive
+wrapped as ``/bin/bash -lc '...'`` and are unwrapped for the record.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from scaffold.agents.streams import add_tokens, json_events, skill_from_path
+from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
+
+__all__ = ["parse_codex_stream", "unwrap_shell"]
+
+
+def unwrap_shell(command: Any) -> str:
+    """``["bash", "-lc", "x"]`` or ``/bin/bash -lc 'x'`` -> ``x``; anything else as text."""
+    if isinstance(command, list):
+        parts = [str(p) for p in command]
+    else:
+        try:
+            parts = shlex.split(str(command))
+        except ValueError:
+            return str(command)
+    if len(parts) == 3 and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and parts[1] in ("-lc", "-c"):
+        return parts[2]
+    return " ".join(parts) if isinstance(command, list) else str(command)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _words(command: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+@dataclass
+class _State:
+    malformed: int = 0
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    skills: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    tokens: TokenUsage | None = None
+    session_id: str | None = None
+    final_text: str = ""
+    completed: bool = False
+    failed: bool = False
+    seen_items: set[str] = field(default_factory=set)
+
+    def feed(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "thread.started":
+            self.session_id = str(event.get("thread_id") or "") or self.session_id
+        elif kind == "item.completed" and isinstance(event.get("item"), dict):
+            self._item(event["item"])
+        elif kind == "turn.completed":
+            self.completed = True
+            usage = _dict(event.get("usage"))
+            cached = int(usage.get("cached_input_tokens") or 0)
+            turn = TokenUsage(
+                max(0, int(usage.get("input_tokens") or 0) - cached), int(usage.get("output_tokens") or 0), cached, 0
+            )
+            self.tokens = add_tokens(self.tokens, turn)
+        elif kind == "turn.failed":
+            self.failed = True
+            error = _dict(event.get("error"))
+            self.errors.append("turn failed: " + str(error.get("message") or event.get("error") or ""))
+        elif kind == "error":
+            # Also emitted during retries that later recover: evidence, not by itself a failure.
+            self.errors.append(str(event.get("message") or event)[:300])
+
+    def _item(self, item: dict[str, Any]) -> None:
+        item_id = str(item.get("id", ""))
+        if item_id and item_id in self.seen_items:
+            return
+        self.seen_items.add(item_id)
+        item_type = item.get("type") or item.get("item_type")
+        if item_type == "agent_message":
+            self.final_text = str(item.get("text") or "")
+        elif item_type == "command_execution":
+            command = unwrap_shell(item.get("command", ""))
+            self.commands.append(command)
+            self.tool_calls.append(ToolCall("shell", {"command": command, "exit_code": item.get("exit_code")}))
+            for word in _words(command):
+                skill = skill_from_path(word)
+                if skill and skill not in self.skills:
+                    self.skills.append(skill)
+        elif item_type == "file_change":
+            self.tool_calls.append(ToolCall("file_change", {"changes": item.get("changes", [])}))
+        elif item_type == "mcp_tool_call":
+            self.tool_calls.append(ToolCall(str(item.get("tool") or "mcp"), {"server": item.get("server")}))
+        elif item_type == "web_search":
+            self.tool_calls.append(ToolCall("web_search", {"query": item.get("query")}))
+        elif item_type == "error":
+            self.errors.append(str(item.get("message") or "error item"))
+
+
+def parse_codex_stream(lines: Iterable[str]) -> Trajectory:
+    state = _State()
+    for event in json_events(lines):
+        if event is None:
+            state.malformed += 1
+        else:
+            state.feed(event)
+    return Trajectory(
+        agent="codex",
+        turns=None,
+        tool_calls=tuple(state.tool_calls),
+        commands=tuple(state.commands),
+        skills_invoked=tuple(state.skills),
+        tokens=state.tokens,
+        cost_usd=None,
+        session_id=state.session_id,
+        final_text=state.final_text,
+        errors=tuple(state.errors),
+        malformed_lines=state.malformed,
+        completed=state.completed and not state.failed,
+    )

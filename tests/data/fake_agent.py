@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A stand-in agent CLI speaking the custom-adapter contract, for tests of the harness's agent plumbing.
+
+    fake_agent.py -p PROMPT --output-format stream-json [--model M] [--resume SESSION]
+
+It follows ``.fake-agent.json`` in its working directory: a list of turns, the N-th call of a session
+playing turn N. A turn may write files, print text, invoke a skill, echo its environment, sleep, or
+end without a result event (an incomplete turn). Every call is appended to ``$HOME/calls.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+
+def emit(event: dict[str, object]) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-p", dest="prompt", required=True)
+    parser.add_argument("--output-format", required=True)
+    parser.add_argument("--model")
+    parser.add_argument("--resume")
+    parser.add_argument("--version", action="version", version="fake-agent 1.2.3")
+    args = parser.parse_args()
+
+    home = Path(os.environ["HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    session = args.resume or f"sess-{uuid.uuid4().hex[:8]}"
+    counter = home / "sessions" / session
+    counter.parent.mkdir(parents=True, exist_ok=True)
+    index = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(index + 1))
+    with (home / "calls.jsonl").open("a") as log:
+        log.write(
+            json.dumps(
+                {"prompt": args.prompt, "resume": args.resume, "model": args.model, "session": session, "turn": index}
+            )
+            + "\n"
+        )
+
+    plan = json.loads(Path(".fake-agent.json").read_text())
+    turn = plan[min(index, len(plan) - 1)]
+    emit({"type": "system", "subtype": "init", "session_id": session})
+    if turn.get("sleep"):
+        time.sleep(float(turn["sleep"]))
+    if turn.get("skill"):
+        emit({"type": "skill_invocation", "skill": turn["skill"]})
+    for path, content in (turn.get("write") or {}).items():
+        Path(path).write_text(content)
+        emit(
+            {
+                "type": "assistant",
+                "session_id": session,
+                "message": {
+                    "id": f"m{index}-w",
+                    "content": [{"type": "tool_use", "id": "t1", "name": "Write", "input": {"file_path": path}}],
+                },
+            }
+        )
+    if turn.get("bash"):
+        emit(
+            {
+                "type": "assistant",
+                "session_id": session,
+                "message": {
+                    "id": f"m{index}-b",
+                    "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": turn["bash"]}}],
+                },
+            }
+        )
+    if turn.get("echo_env"):
+        emit({"type": "debug", "env": dict(os.environ)})
+    print("not json at all")
+    text = turn.get("text", "done")
+    emit(
+        {
+            "type": "assistant",
+            "session_id": session,
+            "message": {
+                "id": f"m{index}",
+                "content": [{"type": "text", "text": text}],
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+            },
+        }
+    )
+    if turn.get("incomplete"):
+        return 1
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": text,
+            "session_id": session,
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "cache_read_input_tokens": 2,
+                "cache_creation_input_tokens": 1,
+            },
+            "total_cost_usd": 0.01,
+        }
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
