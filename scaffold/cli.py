@@ -4,6 +4,7 @@
     comet tasks list  [DIR ...] [--json]
     comet tasks check [DIR ...] [--treatments-dir DIR] [--skill-base NAME=DIR]
     comet trajectory --agent NAME FILE... [--json]
+    comet model-server --script FILE [--host H] [--port P] [--log FILE]
 
 Exit codes: 0 fine, 1 problems found, 2 usage error.
 """
@@ -79,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     trajectory.add_argument("--json", action="store_true", help="print the trajectory as JSON")
     trajectory.set_defaults(func=_trajectory)
+
+    server = commands.add_parser(
+        "model-server", help="serve a scripted model (Anthropic Messages and OpenAI Responses) for offline runs"
+    )
+    server.add_argument("--script", required=True, type=Path, help="the script file (YAML)")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    server.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    server.add_argument("--log", type=Path, default=None, help="append one JSON line per request to this file")
+    server.set_defaults(func=_model_server)
     return parser
 
 
@@ -189,6 +199,15 @@ def _trajectory(args: argparse.Namespace) -> int:
         lines.append("final text:       " + trajectory.final_text.strip().replace("\n", "\n                  ")[:2000])
     print("\n".join(lines))
     return 0
+
+
+def _model_server(args: argparse.Namespace) -> int:
+    from scaffold.modelserver.__main__ import main as serve
+
+    argv = ["--script", str(args.script), "--host", args.host, "--port", str(args.port)]
+    if args.log:
+        argv += ["--log", str(args.log)]
+    return serve(argv)
 
 
 def _na(value: object) -> str:

@@ -62,7 +62,8 @@ def _codex_argv(inv: Invocation) -> list[str]:
 
 
 def _codex_home(home: str) -> dict[str, str]:
-    return {"HOME": home, "CODEX_HOME": f"{home}/.codex"}
+    # CODEX_HOME must exist; the private HOME does (a fresh temp folder, or the container's /root).
+    return {"HOME": home, "CODEX_HOME": home}
 
 
 def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:

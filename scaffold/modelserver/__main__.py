@@ -1,0 +1,51 @@
+"""``python -m scaffold.modelserver --script FILE [--host H] [--port P] [--log FILE]``: serve in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scaffold.errors import CometError
+from scaffold.modelserver.script import load_script
+from scaffold.modelserver.server import ScriptedModelServer
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser(prog: str = "python -m scaffold.modelserver") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Serve the Anthropic Messages and OpenAI Responses APIs from a script, offline.",
+    )
+    parser.add_argument("--script", required=True, help="YAML script of responses")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
+    parser.add_argument("--log", default=None, help="append every request as one JSON line to this file")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run until interrupted; prints the base URL (one line, flushed) once listening. Returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        script = load_script(args.script)
+        server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log)
+
+        def ready(url: str) -> None:
+            print(url, flush=True)
+
+        server.serve_forever(ready)
+    except CometError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
