@@ -30,6 +30,16 @@ PURE = [
     "scaffold/rubrics/safety.py",
     "scaffold/reports/summary.py",
     "scaffold/python/validation/core.py",
+    "scaffold/agents/streams/__init__.py",
+    "scaffold/agents/streams/claude.py",
+    "scaffold/agents/streams/codex.py",
+    "scaffold/agents/credentials.py",
+    "scaffold/agents/custom.py",
+    "scaffold/agents/builtin.py",
+    "scaffold/conversation.py",
+    "scaffold/modelserver/script.py",
+    "scaffold/modelserver/anthropic.py",
+    "scaffold/modelserver/openai.py",
 ]
 FORBIDDEN_IN_PURE = {"pytest", "_pytest", "docker", "subprocess", "pytest_comet"}
 

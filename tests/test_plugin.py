@@ -182,6 +182,8 @@ def test_usage_error_without_tasks(pytester: pytest.Pytester) -> None:
 def test_nop_agent_fails_and_unknown_agent_is_named(pytester: pytest.Pytester, two_tasks: TaskFactory) -> None:
     run(pytester, "--task=beta", "--agent=nop").assert_outcomes(failed=1)
     bad = run(pytester, "--task=beta", "--agent=gpt-9")
-    bad.stderr.fnmatch_lines(["*--agent=gpt-9: unknown agent; known: claude-code, codebuddy, codex, nop, oracle, qoder*"])
+    bad.stderr.fnmatch_lines(
+        ["*--agent=gpt-9: unknown agent; known: claude-code, codebuddy, codex, nop, oracle, qoder*"]
+    )
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert len(list((pytester.path / "local" / "logs" / "experiments").iterdir())) == 1  # the nop run's only

@@ -64,7 +64,7 @@ def resolve_credentials(spec: CredentialSpec, env: Mapping[str, str], *, agent: 
         if value:
             out[name] = value
     if spec.required_any and not any(out.get(n) for n in spec.required_any):
-        fallbacks = sorted({a for n in spec.required_any for a in spec.aliases.get(n, ())})
+        fallbacks = sorted({a for n in spec.required_any for a in spec.aliases.get(n, ())} - set(spec.required_any))
         names = " or ".join([*spec.required_any, *fallbacks])
         raise AgentError(
             f"agent {agent!r} needs credentials: set {names} in the environment or in {eval_home(env) / '.env'}"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
+import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.agents.cli import CliAgentSpec, Invocation
@@ -108,9 +109,9 @@ def load_adapters(env: Mapping[str, str], *, reserved: tuple[str, ...] = ()) -> 
         try:
             parsed = AdapterFile.model_validate(load_yaml(file.read_text(encoding="utf-8")) or {})
         except ValidationError as exc:
-            problems.extend(problems_from(exc, file, AdapterFile, sections=False))
+            problems.extend(_hide_credential_values(problems_from(exc, file, AdapterFile, sections=False)))
             continue
-        except (ValueError, OSError) as exc:  # YAML errors and bad encodings are ValueErrors
+        except (yaml.YAMLError, ValueError, OSError) as exc:  # bad encodings are ValueErrors
             problems.append(Problem(file, f"not valid YAML: {exc}"))
             continue
         found = _check(parsed, folder, file, reserved, specs)
@@ -119,6 +120,18 @@ def load_adapters(env: Mapping[str, str], *, reserved: tuple[str, ...] = ()) -> 
             continue
         specs[parsed.metadata.id] = _spec(parsed)
     return AdapterCatalog(specs, tuple(problems))
+
+
+def _hide_credential_values(problems: list[Problem]) -> list[Problem]:
+    """A ``credentials`` entry that is not a variable name is most likely the secret itself: never echo it."""
+    out = []
+    for p in problems:
+        if p.key.startswith("credentials["):
+            p = Problem(p.file, "must be an environment variable name (MY_AGENT_API_KEY), not a secret value", p.key)
+        elif p.key == "credentials":
+            p = Problem(p.file, p.message, p.key)
+        out.append(p)
+    return out
 
 
 def _check(

@@ -7,6 +7,7 @@ is counted in ``malformed_lines`` (the raw stream itself is kept with the trial)
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import PurePosixPath
@@ -14,7 +15,7 @@ from typing import Any
 
 from scaffold.trajectory import TokenUsage, Trajectory
 
-__all__ = ["json_events", "merge_turns", "parser_for", "skill_from_path"]
+__all__ = ["count", "items", "json_events", "merge_turns", "parser_for", "skill_from_path"]
 
 
 def json_events(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
@@ -25,10 +26,22 @@ def json_events(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
             continue
         try:
             value = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also over-long integers and absurd nesting
             yield None
             continue
         yield value if isinstance(value, dict) else None
+
+
+def count(value: Any) -> int:
+    """A token count from an event field: 0 unless it is a finite number (never raises)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return 0
+    return int(value)
+
+
+def items(value: Any) -> list[Any]:
+    """An event field that should be a list, as one (anything else: empty)."""
+    return value if isinstance(value, list) else []
 
 
 def skill_from_path(path: str) -> str | None:

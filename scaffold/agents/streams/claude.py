@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams import json_events, skill_from_path
+from scaffold.agents.streams import count, items, json_events, skill_from_path
 from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_claude_stream"]
@@ -25,12 +25,11 @@ def tokens_of(usage: Any) -> TokenUsage | None:
     if not isinstance(usage, dict):
         return None
 
-    def num(key: str) -> int:
-        value = usage.get(key)
-        return int(value) if isinstance(value, (int, float)) else 0
-
     return TokenUsage(
-        num("input_tokens"), num("output_tokens"), num("cache_read_input_tokens"), num("cache_creation_input_tokens")
+        count(usage.get("input_tokens")),
+        count(usage.get("output_tokens")),
+        count(usage.get("cache_read_input_tokens")),
+        count(usage.get("cache_creation_input_tokens")),
     )
 
 
@@ -87,15 +86,17 @@ class _State:
         if not isinstance(message, dict):
             self.malformed += 1
             return
+        if message.get("model") == "<synthetic>":
+            # Written by the CLI itself after a failed API call: an error, not a model response.
+            self.errors.append("API error: " + _text_of(message.get("content")))
+            return
         msg_id = str(message.get("id") or f"line-{len(self.message_ids)}")
         if event.get("parent_tool_use_id") is None and msg_id not in self.message_ids:
             self.message_ids.append(msg_id)
         tokens = tokens_of(message.get("usage"))
         if tokens is not None:
             self.usage_by_message[msg_id] = tokens
-        if message.get("model") == "<synthetic>":
-            self.errors.append("API error: " + _text_of(message.get("content")))
-        for block in message.get("content") or ():
+        for block in items(message.get("content")):
             if isinstance(block, dict):
                 self._block(block)
 
@@ -119,7 +120,7 @@ class _State:
         self.result_tokens = tokens_of(event.get("usage"))
         if isinstance(event.get("total_cost_usd"), (int, float)):
             self.cost = float(event["total_cost_usd"])
-        for denial in event.get("permission_denials") or ():
+        for denial in items(event.get("permission_denials")):
             if isinstance(denial, dict):
                 self.denials.append(str(denial.get("tool_name", "?")))
         if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):

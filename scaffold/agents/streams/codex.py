@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams import add_tokens, json_events, skill_from_path
+from scaffold.agents.streams import add_tokens, count, json_events, skill_from_path
 from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_codex_stream", "unwrap_shell"]
@@ -66,9 +66,9 @@ class _State:
         elif kind == "turn.completed":
             self.completed = True
             usage = _dict(event.get("usage"))
-            cached = int(usage.get("cached_input_tokens") or 0)
+            cached = count(usage.get("cached_input_tokens"))
             turn = TokenUsage(
-                max(0, int(usage.get("input_tokens") or 0) - cached), int(usage.get("output_tokens") or 0), cached, 0
+                max(0, count(usage.get("input_tokens")) - cached), count(usage.get("output_tokens")), cached, 0
             )
             self.tokens = add_tokens(self.tokens, turn)
         elif kind == "turn.failed":
