@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -63,28 +64,32 @@ def run_process(
         except OSError as exc:
             err.write(f"cannot start {argv[0]!r}: {exc.strerror}\n".encode())
             return ProcessResult(127, False, time.monotonic() - start, stdout_path, stderr_path)
-        timed_out = False
+        # A timer ends the group on timeout while this thread blocks in wait(): Popen.wait(timeout)
+        # polls with sleeps of up to 50 ms, which would add that much to every command.
+        exited = threading.Event()
+        fired = threading.Event()
+
+        def on_timeout() -> None:
+            fired.set()
+            _signal_group(proc.pid, signal.SIGTERM)
+            if not exited.wait(TERM_GRACE_S):
+                _kill_group(proc.pid)
+
+        timer = threading.Timer(timeout, on_timeout)
+        timer.daemon = True
+        timer.start()
         try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _end_group(proc)
-            code = None
+            code: int | None = proc.wait()
         except BaseException:  # Ctrl-C, or the worker being stopped: take the tree down with us
-            _end_group(proc)
+            _kill_group(proc.pid)
+            proc.wait()
             raise
         finally:
+            exited.set()
+            timer.cancel()
             _kill_group(proc.pid)  # background children left behind by a command that exited
-    return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
-
-
-def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the group, give it a moment to flush, then SIGKILL what is left."""
-    _signal_group(proc.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=TERM_GRACE_S)
-    _kill_group(proc.pid)
-    proc.wait()
+    timed_out = fired.is_set()
+    return ProcessResult(None if timed_out else code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
 
 
 def _kill_group(pgid: int) -> None:
