@@ -338,7 +338,12 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     workspace_root = Path(root) if root else Path(tempfile.gettempdir()) / "comet-eval"
     agent = state.agent()
     try:
-        backend = create_backend(settings.backend, workspace_root=workspace_root.absolute())
+        backend = create_backend(
+            settings.backend,
+            workspace_root=workspace_root.absolute(),
+            network=agent.needs_network,
+            agent_install=agent.install,
+        )
     except CometError as exc:
         raise pytest.UsageError(str(exc)) from None
     workerinput = getattr(request.config, "workerinput", None)

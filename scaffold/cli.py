@@ -5,6 +5,7 @@
     comet tasks check [DIR ...] [--treatments-dir DIR] [--skill-base NAME=DIR]
     comet trajectory --agent NAME FILE... [--json]
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
+    comet images build-base [--tag TAG] [--mirror URL] [--force]
 
 Exit codes: 0 fine, 1 problems found, 2 usage error.
 """
@@ -89,6 +90,16 @@ def _parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     server.add_argument("--log", type=Path, default=None, help="append one JSON line per request to this file")
     server.set_defaults(func=_model_server)
+
+    images = commands.add_parser("images", help="Docker images for the docker backend")
+    image_commands = images.add_subparsers(title="images commands", metavar="COMMAND")
+    base = image_commands.add_parser(
+        "build-base", help="build the base image offline from Debian packages (debootstrap + import)"
+    )
+    base.add_argument("--tag", default=None, help="image tag (default: comet-eval/base:bookworm)")
+    base.add_argument("--mirror", default=None, help="Debian mirror URL (default: the one apt uses)")
+    base.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
+    base.set_defaults(func=_images_build_base)
     return parser
 
 
@@ -208,6 +219,15 @@ def _model_server(args: argparse.Namespace) -> int:
     if args.log:
         argv += ["--log", str(args.log)]
     return serve(argv)
+
+
+def _images_build_base(args: argparse.Namespace) -> int:
+    from scaffold.images import BASE_TAG, build_base_image
+
+    image = build_base_image(args.tag or BASE_TAG, mirror=args.mirror, force=args.force)
+    verb = "built" if image.built else "already present, reused"
+    print(f"{image.tag} {verb} ({image.image_id[:19]}, {image.duration_s:.0f} s)")
+    return 0
 
 
 def _na(value: object) -> str:

@@ -80,7 +80,11 @@ class Runner:
                 ],
                 "claude_md_hash": hash_json(treatment.claude_md) if treatment.claude_md else None,
             },
-            "agent": {"name": self.agent.name, "model": self.settings.model},
+            "agent": {
+                "name": self.agent.name,
+                "model": getattr(self.agent, "model", None) or self.settings.model,
+                "install": self.agent.install.key if self.agent.install else None,
+            },
             "backend": self.backend.name,
             "profile": profile.name,
             "timeouts": {
@@ -198,7 +202,7 @@ class Runner:
             phases={k: round(v, 6) for k, v in phases.items()},
             agent={
                 "name": self.agent.name,
-                "model": self.settings.model,
+                "model": config["agent"]["model"],
                 "version": trajectory.agent_version if trajectory else None,
             },
             trajectory=trajectory.summary() if trajectory else None,

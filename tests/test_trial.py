@@ -162,6 +162,7 @@ def test_interrupt_leaves_no_workspace_and_no_record(factory: TaskFactory, tmp_p
 
     class Interrupting:
         name, skills_dir, instructions_file, invokes_skills = "int", ".claude/skills", "CLAUDE.md", False
+        needs_network, install = False, None
 
         def run(self, workspace: object, request: object) -> object:
             raise KeyboardInterrupt
