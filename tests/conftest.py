@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -179,3 +180,31 @@ def make_runner(
         create_backend("local", workspace_root=root / "ws"),
         create_agent(agent),
     )
+
+
+# --- Docker ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    """A reachable Docker engine (``DOCKER_HOST``), or skip; with ``COMET_REQUIRE_DOCKER=1`` (CI) fail instead."""
+    from scaffold.errors import WorkspaceError
+    from scaffold.images import connect
+
+    try:
+        client = connect()
+    except WorkspaceError as exc:
+        if os.environ.get("COMET_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"COMET_REQUIRE_DOCKER=1 but no Docker engine is reachable: {exc}", pytrace=False)
+        pytest.skip(f"no Docker engine: {exc}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def docker_base_image(docker_client: Any) -> str:
+    """The base image tag, built once (under a file lock shared by xdist workers) when it is missing."""
+    from scaffold.images import BASE_TAG, build_base_image
+
+    build_base_image(BASE_TAG, client=docker_client, log=lambda message: print(f"[docker base image] {message}"))
+    return BASE_TAG

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from scaffold.errors import SelectionError
 from scaffold.procs import ProcessResult
 from scaffold.tasks import Task
+
+if TYPE_CHECKING:
+    from scaffold.agents.install import InstallSpec
 
 __all__ = ["Backend", "Workspace", "create_backend", "known_backends"]
 
@@ -75,12 +78,24 @@ class Backend(Protocol):
 
 
 def known_backends() -> list[str]:
-    return ["local"]
+    return ["docker", "local"]
 
 
-def create_backend(name: str, *, workspace_root: Path) -> Backend:
+def create_backend(
+    name: str,
+    *,
+    workspace_root: Path,
+    network: bool = False,
+    agent_install: InstallSpec | None = None,
+) -> Backend:
+    """The backend *name*. ``docker`` only: *network* gives the agent's container the default bridge (to
+    reach a model endpoint; otherwise no network), *agent_install* is the agent CLI to mount into it."""
     if name == "local":
         from scaffold.workspaces.local import LocalBackend
 
         return LocalBackend(workspace_root)
+    if name == "docker":
+        from scaffold.workspaces.docker import DockerBackend
+
+        return DockerBackend(workspace_root, network=network, agent_install=agent_install)
     raise SelectionError(f"--backend={name}: unknown backend; known: {', '.join(known_backends())}")

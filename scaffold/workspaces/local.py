@@ -13,9 +13,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from scaffold.errors import WorkspaceError
 from scaffold.procs import ProcessResult, run_process
 from scaffold.tasks import Task
+from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 
 __all__ = ["LocalBackend", "LocalWorkspace", "base_environment"]
 
@@ -38,17 +38,12 @@ def base_environment(workspace: Path) -> dict[str, str]:
     return env
 
 
-class LocalWorkspace:
-    def __init__(self, path: Path) -> None:
-        self._path = path
+class LocalWorkspace(HostFiles):
+    """A host folder; file operations come from :class:`HostFiles`, commands run as subprocesses."""
 
     @property
     def root(self) -> str:
         return str(self._path)
-
-    @property
-    def host_path(self) -> Path:
-        return self._path
 
     @property
     def python(self) -> str:
@@ -69,46 +64,6 @@ class LocalWorkspace:
             argv, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
         )
 
-    def _inside(self, rel: str) -> Path:
-        target = (self._path / rel).resolve()
-        if not target.is_relative_to(self._path.resolve()):
-            raise WorkspaceError(f"{rel!r} points outside the workspace {self._path}")
-        return target
-
-    def put(self, source: Path, dest: str) -> None:
-        target = self._inside(dest)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-        else:
-            shutil.copy2(source, target)
-
-    def write_text(self, dest: str, text: str) -> None:
-        target = self._inside(dest)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-
-    def read_text(self, rel: str) -> str | None:
-        try:
-            return self._inside(rel).read_text(encoding="utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-
-    def glob(self, pattern: str) -> list[str]:
-        root = self._path.resolve()
-        found = []
-        for path in self._path.glob(pattern):
-            if path.resolve().is_relative_to(root) and path.exists():
-                found.append(path.relative_to(self._path).as_posix())
-        return sorted(found)
-
-    def remove(self, rel: str) -> None:
-        target = self._inside(rel)
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target, ignore_errors=True)
-        else:
-            target.unlink(missing_ok=True)
-
 
 class LocalBackend:
     name = "local"
@@ -121,13 +76,7 @@ class LocalBackend:
 
     def create(self, task: Task, trial_key: str) -> LocalWorkspace:
         path = self._root / trial_key
-        try:
-            if path.exists():
-                shutil.rmtree(path)
-            path.mkdir(parents=True)
-            shutil.copytree(task.environment_dir, path, symlinks=True, dirs_exist_ok=True)
-        except OSError as exc:
-            raise WorkspaceError(f"cannot create the workspace {path}: {exc}") from exc
+        fresh_copy(task.environment_dir, path)
         return LocalWorkspace(path)
 
     def destroy(self, workspace: object, *, keep: bool) -> None:
@@ -135,17 +84,7 @@ class LocalBackend:
         shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
         if not keep:
             shutil.rmtree(workspace.host_path, ignore_errors=True)
-            _remove_empty_parents(workspace.host_path.parent, self._root)
+            remove_empty_parents(workspace.host_path.parent, self._root)
 
     def close(self) -> None:
-        _remove_empty_parents(self._root, self._root.parent)
-
-
-def _remove_empty_parents(path: Path, stop: Path) -> None:
-    """Remove *path* and its parents up to (not including) *stop* while they are empty."""
-    while path != stop and path.is_relative_to(stop):
-        try:
-            path.rmdir()
-        except OSError:
-            return
-        path = path.parent
+        remove_empty_parents(self._root, self._root.parent)
