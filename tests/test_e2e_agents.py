@@ -20,6 +20,7 @@ from scaffold.agents import create_agent
 from scaffold.cases import Case
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.records import TrialRecord
+from scaffold.workspaces import create_backend
 from tests.conftest import REPO, make_runner
 
 pytestmark = pytest.mark.agent_cli
@@ -43,28 +44,46 @@ def require_cli(name: str) -> str:
 Run = Callable[..., TrialRecord]
 
 
+@pytest.fixture(params=["local", "docker"])
+def backend(request: pytest.FixtureRequest) -> str:
+    if request.param == "docker":
+        request.getfixturevalue("docker_base_image")  # skips without an engine, fails in CI
+    return str(request.param)
+
+
 @pytest.fixture
-def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
-    def run(agent: str, task: str, treatment: str, script: str, backend: str = "local") -> TrialRecord:
+def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> Run:
+    def run(agent: str, task: str, treatment: str, script: str) -> TrialRecord:
         cli = {"claude-code": "claude", "codex": "codex"}[agent]
         monkeypatch.setenv("PATH", require_cli(cli) + os.pathsep + os.environ["PATH"])
         log = tmp_path / "model-requests.jsonl"
-        with ScriptedModelServer(load_script(SCRIPTS / script), host="127.0.0.1", log_path=log) as server:
+        # Listen on every address: a container reaches this machine at its bridge gateway, and the
+        # adapter rewrites the loopback base URL below to that address.
+        with ScriptedModelServer(load_script(SCRIPTS / script), host="0.0.0.0", log_path=log) as server:
+            url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
             env = {
                 "PATH": os.environ["PATH"],
                 "HOME": str(tmp_path / "user-home"),
                 "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-                "ANTHROPIC_BASE_URL": server.url,
+                "ANTHROPIC_BASE_URL": url,
                 "BENCH_CC_MODEL": "claude-sonnet-4-5",
                 "OPENAI_API_KEY": OPENAI_KEY,
-                "OPENAI_BASE_URL": server.url + "/v1",
+                "OPENAI_BASE_URL": url + "/v1",
                 "CODEX_MODEL": "gpt-5-codex",
             }
             runner = make_runner(
                 [REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path, keep_workspaces="all"
             )
             runner.agent = create_agent(agent, env)
-            record = runner.run(Case(task, treatment, 1)).record
+            if backend == "docker":
+                runner.backend = create_backend(
+                    "docker", workspace_root=tmp_path / "ws", network=True, agent_install=runner.agent.install
+                )
+            try:
+                record = runner.run(Case(task, treatment, 1)).record
+            finally:
+                runner.backend.close()
+        assert record.config["backend"] == backend
         for path in tmp_path.rglob("*"):
             if path.is_file() and path.suffix in (".json", ".jsonl", ".log", ".md"):
                 text = path.read_text(errors="replace")
