@@ -6,6 +6,9 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
+from scaffold import procs
 from scaffold.procs import run_process, tail
 
 
@@ -42,13 +45,21 @@ def run(tmp_path: Path, script: str, timeout: float = 10.0):  # type: ignore[no-
     )
 
 
-def test_exit_code_and_output_files(tmp_path: Path) -> None:
+def test_exit_code_and_output_files(tmp_path: Path, waiter: str) -> None:
     result = run(tmp_path, "echo hello; echo oops >&2; exit 7")
     assert result.exit_code == 7 and not result.timed_out
     assert result.stdout() == "hello\n" and result.stderr() == "oops\n"
 
 
-def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
+@pytest.fixture(params=["pidfd", "timer"])
+def waiter(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of waiting: a pidfd (Linux 5.3+) and the timer thread used elsewhere."""
+    if request.param == "timer":
+        monkeypatch.setattr(procs, "_pidfd", lambda pid: None)
+    return str(request.param)
+
+
+def test_timeout_kills_the_whole_tree(tmp_path: Path, waiter: str) -> None:
     script = "sleep 60 & echo $! > child.pid; bash -c 'sleep 60 & echo $! > grandchild.pid; wait' & wait"
     started = time.monotonic()
     result = run(tmp_path, script, timeout=1.0)
@@ -59,7 +70,7 @@ def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
         assert _wait_dead(pid), f"{name} survived the timeout"
 
 
-def test_background_children_do_not_outlive_a_finished_command(tmp_path: Path) -> None:
+def test_background_children_do_not_outlive_a_finished_command(tmp_path: Path, waiter: str) -> None:
     result = run(tmp_path, "sleep 60 & echo $! > child.pid; exit 0")
     assert result.exit_code == 0
     assert _wait_dead(int((tmp_path / "child.pid").read_text()))

@@ -10,7 +10,7 @@ from scaffold.tasks import Task
 from scaffold.validation.results import Check, ValidationOutcome, parse_results
 from scaffold.workspaces import Workspace
 
-__all__ = ["RESULTS_FILE", "VALIDATION_DIR", "validate"]
+__all__ = ["RESULTS_FILE", "VALIDATION_DIR", "validate", "write_shim"]
 
 VALIDATION_DIR = ".eval-validation"
 RESULTS_FILE = "_test_results.json"
@@ -36,10 +36,12 @@ def validate(task: Task, workspace: Workspace, log_dir: Path) -> ValidationOutco
         )
     expected = {g: tuple(workspace.glob(g)) for g in task.spec.evaluation.expected_artifacts}
 
+    shared = getattr(workspace, "validation_pythonpath", None)
     if spec.test_scripts:
         workspace.put(task.validation_dir, VALIDATION_DIR)
-        _install_shim(workspace)
-    env = {"PYTHONPATH": f"{workspace.root}/{_SHIM_DIR}"}
+        if not shared:
+            _install_shim(workspace)
+    env = {"PYTHONPATH": shared or f"{workspace.root}/{_SHIM_DIR}"}
     for script in spec.test_scripts:
         workspace.remove(RESULTS_FILE)
         stem = PurePosixPath(script).as_posix().replace("/", "__")
@@ -62,12 +64,27 @@ def _interpreter(script: str, workspace: Workspace) -> list[str]:
     return []
 
 
+_SHIM_PACKAGES = ("scaffold", "scaffold/python", "scaffold/python/validation")
+
+
+def _core_source() -> str:
+    return resources.files("scaffold.python.validation").joinpath("core.py").read_text(encoding="utf-8")
+
+
 def _install_shim(workspace: Workspace) -> None:
-    """Make ``scaffold.python.validation.core`` importable whatever Python runs the scripts."""
-    core = resources.files("scaffold.python.validation").joinpath("core.py").read_text(encoding="utf-8")
-    for package in ("scaffold", "scaffold/python", "scaffold/python/validation"):
+    """Make ``scaffold.python.validation.core`` importable whatever Python runs the scripts, from a
+    standard-library-only copy inside the workspace (containers do not have comet-eval installed)."""
+    for package in _SHIM_PACKAGES:
         workspace.write_text(f"{_SHIM_DIR}/{package}/__init__.py", "")
-    workspace.write_text(f"{_SHIM_DIR}/scaffold/python/validation/core.py", core)
+    workspace.write_text(f"{_SHIM_DIR}/scaffold/python/validation/core.py", _core_source())
+
+
+def write_shim(folder: Path) -> None:
+    """The same shim in a host folder, for backends whose trials can share one."""
+    for package in _SHIM_PACKAGES:
+        (folder / package).mkdir(parents=True, exist_ok=True)
+        (folder / package / "__init__.py").write_text("")
+    (folder / "scaffold/python/validation/core.py").write_text(_core_source(), encoding="utf-8")
 
 
 def _script_checks(script: str, result: ProcessResult, results_json: str | None, timeout: float) -> list[Check]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -41,6 +42,10 @@ def base_environment(workspace: Path) -> dict[str, str]:
 class LocalWorkspace(HostFiles):
     """A host folder; file operations come from :class:`HostFiles`, commands run as subprocesses."""
 
+    validation_pythonpath: str | None = None
+    """Where ``scaffold.python.validation.core`` is importable from, shared by the backend's trials
+    (so it is not written into every workspace)."""
+
     @property
     def root(self) -> str:
         return str(self._path)
@@ -70,6 +75,7 @@ class LocalBackend:
 
     def __init__(self, workspace_root: Path) -> None:
         self._root = workspace_root
+        self._shim: Path | None = None
 
     def prepare(self, task: Task) -> None:
         """Nothing to build: the environment files are copied per trial."""
@@ -77,7 +83,17 @@ class LocalBackend:
     def create(self, task: Task, trial_key: str) -> LocalWorkspace:
         path = self._root / trial_key
         fresh_copy(task.environment_dir, path)
-        return LocalWorkspace(path)
+        workspace = LocalWorkspace(path)
+        workspace.validation_pythonpath = str(self._validation_shim())
+        return workspace
+
+    def _validation_shim(self) -> Path:
+        if self._shim is None:
+            from scaffold.validation.runner import write_shim
+
+            self._shim = Path(tempfile.mkdtemp(prefix="comet-validation-lib-"))
+            write_shim(self._shim)
+        return self._shim
 
     def destroy(self, workspace: object, *, keep: bool) -> None:
         assert isinstance(workspace, LocalWorkspace)
@@ -87,4 +103,7 @@ class LocalBackend:
             remove_empty_parents(workspace.host_path.parent, self._root)
 
     def close(self) -> None:
+        if self._shim is not None:
+            shutil.rmtree(self._shim, ignore_errors=True)
+            self._shim = None
         remove_empty_parents(self._root, self._root.parent)

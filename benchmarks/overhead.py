@@ -1,0 +1,202 @@
+"""Harness overhead per trial with the oracle agent, measured side by side in one run.
+
+local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric, atomic record) against
+        the same commands run by bare subprocess in fresh directories. Goal: at most 5 ms added per trial.
+docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
+        image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
+
+    .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from scaffold.agents import create_agent  # noqa: E402
+from scaffold.cases import Case  # noqa: E402
+from scaffold.experiment import Experiment  # noqa: E402
+from scaffold.tasks import load_catalog  # noqa: E402
+from scaffold.treatments import load_treatments  # noqa: E402
+from scaffold.trial import Runner, Settings  # noqa: E402
+from scaffold.workspaces import create_backend  # noqa: E402
+
+CHECK = """\
+from pathlib import Path
+from scaffold.python.validation.core import write_test_results
+ok = Path("out.txt").read_text().strip() == "done" if Path("out.txt").exists() else False
+write_test_results({"passed": ["out.txt says done"]} if ok else {"failed": ["out.txt says done"]})
+"""
+SOLVE = "set -eu\necho done > out.txt\n"
+
+
+def make_task(root: Path) -> Path:
+    tasks = root / "tasks"
+    task = tasks / "bench"
+    for sub in ("environment/src", "validation", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.toml").write_text(
+        '[metadata]\nname = "bench"\ndescription = "overhead"\n\n[validation]\ntest_scripts = ["check.py"]\n'
+    )
+    (tasks / "index.yaml").write_text('tasks:\n  - name: bench\n    description: "overhead"\n')
+    (task / "instruction.md").write_text("Write done into out.txt.\n")
+    (task / "environment" / "Dockerfile").write_text(
+        "ARG BASE_IMAGE=comet-eval/base:bookworm\nFROM ${BASE_IMAGE}\nWORKDIR /workspace\n"
+    )
+    for i in range(5):
+        (task / "environment" / "src" / f"mod{i}.py").write_text(f"VALUE = {i}\n" * 20)
+    (task / "validation" / "check.py").write_text(CHECK)
+    (task / "solution" / "solve.sh").write_text(SOLVE)
+    (root / "treatments").mkdir()
+    return tasks
+
+
+def harness(tasks: Path, root: Path, backend: str, trials: int, tag: str) -> float:
+    runner = Runner(
+        load_catalog([tasks]),
+        load_treatments([root / "treatments"]),
+        Experiment.under(root / "logs", f"bench-{tag}"),
+        Settings(backend=backend, agent="oracle", keep_workspaces="none"),
+        create_backend(backend, workspace_root=root / "ws"),
+        create_agent("oracle"),
+    )
+    runner.run(Case("bench", "CONTROL", 10_000))  # warm-up: hashes, image build, imports
+    start = time.perf_counter()
+    for trial in range(1, trials + 1):
+        record = runner.run(Case("bench", "CONTROL", trial)).record
+        assert record.verdict == "passed", record
+    elapsed = time.perf_counter() - start
+    runner.backend.close()
+    return elapsed / trials
+
+
+def bare_local(tasks: Path, root: Path, trials: int) -> float:
+    task = tasks / "bench"
+    shim = root / "shim"
+    if not shim.exists():
+        (shim / "scaffold" / "python" / "validation").mkdir(parents=True)
+        for pkg in ("scaffold", "scaffold/python", "scaffold/python/validation"):
+            (shim / pkg / "__init__.py").write_text("")
+        shutil.copy(ROOT / "scaffold/python/validation/core.py", shim / "scaffold/python/validation/core.py")
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(shim), "HOME": str(root)}
+    start = time.perf_counter()
+    for _ in range(trials):
+        ws = Path(tempfile.mkdtemp(dir=root))
+        shutil.copytree(task / "environment", ws, dirs_exist_ok=True)
+        subprocess.run(["bash", str(task / "solution" / "solve.sh")], cwd=ws, env=env, check=True)
+        shutil.copytree(task / "validation", ws / ".eval-validation")
+        subprocess.run([sys.executable, ".eval-validation/check.py"], cwd=ws, env=env, check=True)
+        results = json.loads((ws / "_test_results.json").read_text())
+        assert results == {"passed": ["out.txt says done"]}, results
+        shutil.rmtree(ws)
+    return (time.perf_counter() - start) / trials
+
+
+def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
+    import docker
+
+    client = docker.from_env()
+    task = tasks / "bench"
+    start = time.perf_counter()
+    for _ in range(trials):
+        ws = Path(tempfile.mkdtemp(dir=root))
+        shutil.copytree(task / "environment", ws, dirs_exist_ok=True)
+        shutil.copytree(task / "validation", ws / ".eval-validation")
+        shutil.copytree(task / "solution", ws / ".eval-solution")
+        (ws / "_lib/scaffold/python/validation").mkdir(parents=True)
+        for pkg in ("scaffold", "scaffold/python", "scaffold/python/validation"):
+            (ws / "_lib" / pkg / "__init__.py").write_text("")
+        shutil.copy(ROOT / "scaffold/python/validation/core.py", ws / "_lib/scaffold/python/validation/core.py")
+        client.containers.run(
+            image,
+            ["bash", "-c", "bash .eval-solution/solve.sh && PYTHONPATH=_lib python3 .eval-validation/check.py"],
+            volumes={str(ws): {"bind": "/workspace", "mode": "rw"}},
+            working_dir="/workspace",
+            network_mode="none",
+            remove=True,
+        )
+        results = json.loads((ws / "_test_results.json").read_text())
+        assert results == {"passed": ["out.txt says done"]}, results
+        shutil.rmtree(ws)
+    return (time.perf_counter() - start) / trials
+
+
+def alternate(rounds: int, a: Callable[[int], float], b: Callable[[int], float]) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for r in range(rounds):
+        xs.append(a(r))
+        ys.append(b(r))
+        print(
+            f"  round {r + 1}: harness {xs[-1] * 1000:8.1f} ms/trial   bare {ys[-1] * 1000:8.1f} ms/trial", flush=True
+        )
+    return xs, ys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=40, help="trials per measurement (default 40)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="comet-bench-overhead-") as tmp:
+        root = Path(tmp)
+        tasks = make_task(root)
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.trials} trials x {args.rounds} rounds")
+        if args.backend in ("local", "both"):
+            print("local backend (oracle) vs bare subprocess in fresh directories:")
+            h, b = alternate(
+                args.rounds,
+                lambda r: harness(tasks, root, "local", args.trials, f"l{r}"),
+                lambda r: bare_local(tasks, root, args.trials),
+            )
+            added = (statistics.median(h) - statistics.median(b)) * 1000
+            print(
+                f"local: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
+                f" trial; added {added:.1f} ms per trial (goal <= 5 ms: {'PASS' if added <= 5 else 'MISS'});"
+                f" ratio {statistics.median(h) / statistics.median(b):.2f}"
+            )
+        if args.backend in ("docker", "both"):
+            try:
+                import docker
+
+                docker.from_env().ping()
+            except Exception as exc:
+                print(f"docker: skipped, no engine reachable ({type(exc).__name__}: {exc})")
+                return 0
+            print("docker backend (oracle) vs bare docker run of the same commands on the same image:")
+            from scaffold.tasks import load_task
+            from scaffold.workspaces.docker import DockerBackend
+
+            probe = DockerBackend(root / "ws-probe")
+            bench_task = load_task(tasks / "bench")
+            probe.prepare(bench_task)
+            image = probe.image_tag(bench_task)
+            probe.close()
+            h, b = alternate(
+                args.rounds,
+                lambda r: harness(tasks, root, "docker", args.trials, f"d{r}"),
+                lambda r: bare_docker(tasks, root, args.trials, image),
+            )
+            ratio = statistics.median(h) / statistics.median(b)
+            print(
+                f"docker: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
+                f" trial; ratio {ratio:.2f} (goal <= 1.3: {'PASS' if ratio <= 1.3 else 'MISS'})"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
