@@ -54,14 +54,22 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return values
 
 
-def run(factory: TaskFactory, tmp_path: Path, env: dict[str, str], plan: list[dict[str, Any]], **sections: Any) -> Any:
-    factory.task("t", files={".fake-agent.json": json.dumps(plan)}, solve="true\n", **sections)
+def run(
+    factory: TaskFactory,
+    tmp_path: Path,
+    env: dict[str, str],
+    plan: list[dict[str, Any]],
+    simulator: str = "",
+    **sections: Any,
+) -> Any:
+    files = {".fake-agent.json": json.dumps(plan), ".fake-simulator.txt": simulator}
+    factory.task("t", files=files, solve="true\n", **sections)
     runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path, keep_workspaces="all")
     runner.agent = create_agent("fake", dict(env))
     return runner.run(Case("t", "CONTROL", 1))
 
 
-def calls(outcome: Any) -> list[dict[str, Any]]:
+def calls(outcome: Any) -> list[Path]:
     # The fake agent logs each call in its private HOME, which is gone; it also leaves the plan. Read
     # the raw streams instead: one file per turn.
     return sorted(outcome.record_path.parent.glob("agent.turn-*.jsonl"))
@@ -139,6 +147,41 @@ def test_auto_user_conversation(factory: TaskFactory, tmp_path: Path, env: dict[
     dims = {d["name"]: d for d in record.dimensions}
     assert dims["interaction_compliance"]["score"] == 1.0
     assert len(calls(outcome)) == 4
+
+
+def test_simulator_answers_when_no_reply_is_configured(
+    factory: TaskFactory, tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_SIMULATOR_AGENT", "fake")
+    plan = [{"text": "Which file name do you want?"}, {"write": {"out.txt": "done\n"}, "text": "Written."}]
+    outcome = run(
+        factory,
+        tmp_path,
+        env,
+        plan,
+        simulator="Call it out.txt, please.",
+        interaction={"mode": "auto_user", "max_turns": 4, "simulator_prompt": "You want out.txt."},
+    )
+    record = outcome.record
+    assert record.verdict == "passed", record.checks
+    first = record.trajectory["interaction_log"][0]
+    assert (first["reply_source"], first["reply"]) == ("simulator", "Call it out.txt, please.")
+    simulator_streams = list((outcome.record_path.parent / "simulator").glob("agent.turn-*.jsonl"))
+    assert len(simulator_streams) == 1  # its own process, its own stream
+
+
+def test_simulator_prompt_file_overrides_the_task(
+    factory: TaskFactory, tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt_file = tmp_path / "sim.md"
+    prompt_file.write_text("You are a terse user.")
+    monkeypatch.setenv("BENCH_SIMULATOR_PROMPT_FILE", str(prompt_file))
+    monkeypatch.setenv("BENCH_SIMULATOR_AGENT", "fake")
+    plan = [{"text": "Which name?"}, {"write": {"out.txt": "done\n"}, "text": "Written."}]
+    outcome = run(factory, tmp_path, env, plan, simulator="out.txt", interaction={"mode": "auto_user"})
+    assert outcome.record.trajectory["interaction_log"][0]["reply_source"] == "simulator"
+    stream = next((outcome.record_path.parent / "simulator").glob("agent.turn-*.jsonl")).read_text()
+    assert "out.txt" in stream
 
 
 def test_auto_user_stops_at_max_turns(factory: TaskFactory, tmp_path: Path, env: dict[str, str]) -> None:

@@ -3,7 +3,8 @@
 
     fake_agent.py -p PROMPT --output-format stream-json [--model M] [--resume SESSION]
 
-It follows ``.fake-agent.json`` in its working directory: a list of turns, the N-th call of a session
+Asked to play the simulated user, it answers with ``.fake-simulator.txt``. Otherwise it follows
+``.fake-agent.json`` in its working directory: a list of turns, the N-th call of a session
 playing turn N. A turn may write files, print text, invoke a skill, echo its environment, sleep, or
 end without a result event (an incomplete turn). Every call is appended to ``$HOME/calls.jsonl``.
 """
@@ -46,6 +47,12 @@ def main() -> int:
             + "\n"
         )
 
+    if args.prompt.startswith("You are simulating the user"):
+        # Playing the simulated user: answer with the workspace's .fake-simulator.txt.
+        reply = Path(".fake-simulator.txt").read_text().strip()
+        emit({"type": "system", "subtype": "init", "session_id": session})
+        emit({"type": "result", "subtype": "success", "is_error": False, "result": reply, "session_id": session})
+        return 0
     plan = json.loads(Path(".fake-agent.json").read_text())
     turn = plan[min(index, len(plan) - 1)]
     emit({"type": "system", "subtype": "init", "session_id": session})
