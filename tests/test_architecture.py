@@ -40,6 +40,13 @@ PURE = [
     "scaffold/modelserver/script.py",
     "scaffold/modelserver/anthropic.py",
     "scaffold/modelserver/openai.py",
+    "scaffold/stats/__init__.py",
+    "scaffold/stats/aggregate.py",
+    "scaffold/stats/outcomes.py",
+    "scaffold/stats/paired.py",
+    "scaffold/stats/passk.py",
+    "scaffold/stats/power.py",
+    "scaffold/stats/rates.py",
 ]
 FORBIDDEN_IN_PURE = {"pytest", "_pytest", "docker", "subprocess", "pytest_comet"}
 
