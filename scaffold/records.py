@@ -51,6 +51,9 @@ class TrialRecord:
     errors: tuple[Mapping[str, str], ...] = ()
     workspace: Mapping[str, Any] = field(default_factory=dict)
     worker: str = "main"
+    noise: Mapping[str, Any] = field(default_factory=dict)
+    """The noise verdict (scaffold.noise): category, reason, source, evidence. Empty in records
+    written before classification existed; readers classify those on the fly."""
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:

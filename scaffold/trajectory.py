@@ -43,6 +43,8 @@ class Trajectory:
     final_text: str = ""
     permission_denials: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    failures: tuple[Mapping[str, Any], ...] = ()
+    """Typed API failures from the stream (kind, status, source, message, final): see streams.failures."""
     malformed_lines: int = 0
     exit_code: int | None = None
     timed_out: bool = False
@@ -56,6 +58,7 @@ class Trajectory:
         """The JSON-ready form stored in trial records."""
         data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         data["interaction_log"] = [dict(e) for e in self.interaction_log]
+        data["failures"] = [dict(f) for f in self.failures]
         data["tool_calls"] = [{"name": c.name, "input": dict(c.input)} for c in self.tool_calls]
         data["tool_call_count"] = len(self.tool_calls)
         return data
@@ -66,6 +69,6 @@ class Trajectory:
         fields["tool_calls"] = tuple(ToolCall(c["name"], c.get("input", {})) for c in data.get("tool_calls", ()))
         tokens = data.get("tokens")
         fields["tokens"] = TokenUsage(**tokens) if tokens else None
-        for key in ("commands", "skills_invoked", "permission_denials", "errors", "interaction_log"):
+        for key in ("commands", "skills_invoked", "permission_denials", "errors", "failures", "interaction_log"):
             fields[key] = tuple(data.get(key, ()))
         return cls(**fields)

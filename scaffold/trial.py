@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +18,7 @@ from scaffold.cases import Case
 from scaffold.errors import CometError, RecordError
 from scaffold.experiment import Experiment
 from scaffold.hashing import hash_json, hash_tree
+from scaffold.noise import classify
 from scaffold.profiles import resolve_profile
 from scaffold.records import TrialRecord, Verdict, read_record, write_json_atomic
 from scaffold.rubrics import RubricInput
@@ -186,7 +187,7 @@ class Runner:
             keep = policy == "all" or (policy == "failed" and verdict != "passed")
             self.backend.destroy(workspace, keep=keep)
         finished = self.clock()
-        return TrialRecord(
+        record = TrialRecord(
             experiment_id=self.experiment.id,
             case_id=case.id,
             task=case.task,
@@ -225,6 +226,8 @@ class Runner:
             },
             worker=self.worker,
         )
+        # Classified from the finished record, so re-classifying an old record gives the same answer.
+        return replace(record, noise=classify(record).to_dict())
 
     def _install(self, workspace: Workspace, treatment: Treatment) -> None:
         """Put the treatment's skills where the agent looks, complete folders; write its instructions."""

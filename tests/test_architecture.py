@@ -33,6 +33,8 @@ PURE = [
     "scaffold/agents/streams/__init__.py",
     "scaffold/agents/streams/claude.py",
     "scaffold/agents/streams/codex.py",
+    "scaffold/agents/streams/failures.py",
+    "scaffold/noise.py",
     "scaffold/agents/credentials.py",
     "scaffold/agents/custom.py",
     "scaffold/agents/builtin.py",

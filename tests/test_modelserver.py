@@ -449,7 +449,7 @@ def test_request_log_is_jsonl_with_secrets_redacted(tmp_path: Path) -> None:
         ("responses: []\nfalback_text: x\n", "falback_text: unknown key; allowed: conversations, cwd, fallback_text"),
         ("responses:\n  - tool_calls: [{input: {a: 1}}]\n", "responses[0].tool_calls[0].name: required key is missing"),
         ("responses:\n  - {text: hi, tool_calls: [{name: Bash, input: 3}]}\n", "responses[0].tool_calls[0].input"),
-        ("responses:\n  - {text: hi}\n  - {}\n", "responses[1]: a response needs `text` or `tool_calls`"),
+        ("responses:\n  - {text: hi}\n  - {}\n", "responses[1]: a response needs `text`, `tool_calls` or `error`"),
         ("responses: []\nusage: {input_tokens: -1}\n", "usage.input_tokens"),
         ("conversations:\n  - {match: a}\n", "conversations[0].responses: required key is missing"),
         ("responses: [\n", "not valid YAML"),

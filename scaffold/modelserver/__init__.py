@@ -13,6 +13,8 @@ Script (YAML)::
       - tool_calls:
           - {name: Write, input: {file_path: "{cwd}/result.md", content: "# Result\\n"}}
       - text: "Done."
+      - error: {status: 429, type: rate_limit_error, message: "slow down", times: 2}
+        text: "served on the third call"   # optional: after `times` failed calls (none: fail forever)
     usage: {input_tokens: 100, output_tokens: 20}   # optional, per response; missing counts estimated
     fallback_text: "OK"              # side requests, unmatched conversations, after the script's end
     cwd: /workspace                  # optional: overrides the working directory read from the request
@@ -43,6 +45,7 @@ from __future__ import annotations
 from scaffold.modelserver.script import (
     Conversation,
     Script,
+    ScriptedError,
     ScriptedResponse,
     ScriptError,
     ToolCall,
@@ -57,6 +60,7 @@ __all__ = [
     "Conversation",
     "Script",
     "ScriptError",
+    "ScriptedError",
     "ScriptedModelServer",
     "ScriptedResponse",
     "ToolCall",

@@ -28,6 +28,7 @@ from scaffold.modelserver.script import (
 __all__ = [
     "custom_tools",
     "declared_tools",
+    "error_body",
     "models_body",
     "request_view",
     "response_body",
@@ -249,6 +250,12 @@ def stream_events(
         index += 1
     emit("response.completed", response=response_body(answer, model, created_at=created_at, custom=custom))
     return events
+
+
+def error_body(kind: str, message: str, status: int) -> dict[str, Any]:
+    """An error in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``."""
+    code = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status, kind)
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def models_body(models: list[str]) -> dict[str, Any]:

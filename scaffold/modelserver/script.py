@@ -40,6 +40,7 @@ __all__ = [
     "RequestView",
     "Script",
     "ScriptError",
+    "ScriptedError",
     "ScriptedResponse",
     "TokenUsage",
     "ToolCall",
@@ -85,9 +86,24 @@ class Usage(Model):
     cache_creation_input_tokens: Count | None = None
 
 
-class ScriptedResponse(Model):
-    """What one model call answers: optional text, then tool calls in order."""
+class ScriptedError(Model):
+    """An HTTP error answered instead of a response, in the provider's error body format.
 
+    ``times`` bounds how many calls of this turn get the error (the agent's retries included); after
+    that the response's text and tool calls are served, so a recovered failure can be scripted.
+    Without ``times`` every call of the turn fails (a persistent outage).
+    """
+
+    status: Annotated[int, Field(strict=True, ge=400, le=599)]
+    type: NonEmptyStr = "api_error"
+    message: Text = "scripted error"
+    times: Annotated[int, Field(strict=True, ge=1)] | None = None
+
+
+class ScriptedResponse(Model):
+    """What one model call answers: optional text, then tool calls in order (or an HTTP ``error``)."""
+
+    error: ScriptedError | None = None
     text: Text = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage | None = None
@@ -155,9 +171,9 @@ def parse_script(data: object, file: Path | str = "<script>") -> Script:
 
 def _empty_responses(file: Path, key: str, responses: Sequence[ScriptedResponse]) -> list[Problem]:
     return [
-        Problem(file, "a response needs `text` or `tool_calls`", f"{key}[{i}]")
+        Problem(file, "a response needs `text`, `tool_calls` or `error`", f"{key}[{i}]")
         for i, resp in enumerate(responses)
-        if not resp.text and not resp.tool_calls
+        if not resp.text and not resp.tool_calls and resp.error is None
     ]
 
 
@@ -302,6 +318,7 @@ class Answer:
     conversation: int | None = None
     turn: int | None = None
     notes: dict[str, Any] = field(default_factory=dict)
+    error: ScriptedError | None = None
 
     @property
     def stop_reason(self) -> Literal["tool_use", "end_turn"]:
@@ -358,7 +375,8 @@ def plan_answer(script: Script, view: RequestView) -> Answer:
     )
     text = str(fill_placeholders(response.text, values))
     usage = _usage(script.usage, response.usage, view, text, calls)
-    return Answer("script", _digest("msg", salt, conv, turn)[:24], text, calls, usage, conv, turn, notes)
+    ident = _digest("msg", salt, conv, turn)[:24]
+    return Answer("script", ident, text, calls, usage, conv, turn, notes, response.error)
 
 
 def json_schema_of(config: object) -> Mapping[str, Any] | None:

@@ -14,7 +14,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
@@ -80,6 +80,8 @@ class ScriptedModelServer:
         self.port = port
         self.log_path = Path(log_path) if log_path is not None else None
         self._requests: list[dict[str, Any]] = []
+        # Calls answered with a scripted error so far, per (route, conversation, turn): bounds ``times``.
+        self._errors_sent: dict[tuple[str, int | None, int | None], int] = {}
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -205,16 +207,39 @@ class ScriptedModelServer:
             return _Reply(200, anthropic.count_tokens(body))
         if path == "/v1/messages":
             answer = plan_answer(self.script, anthropic.request_view(body, headers))
+            if (failure := self._scripted_error(path, answer)) is not None:
+                return failure
             if body.get("stream"):
                 return _Reply(200, events=anthropic.stream_events(answer, model), answer=answer)
             return _Reply(200, anthropic.message_body(answer, model), answer=answer)
         answer = plan_answer(self.script, openai.request_view(body, headers))
+        if (failure := self._scripted_error(path, answer)) is not None:
+            return failure
         custom = openai.custom_tools(body)
         now = int(time.time())
         if body.get("stream"):
             events = openai.stream_events(answer, model, created_at=now, custom=custom)
             return _Reply(200, events=[(e["type"], e) for e in events], answer=answer)
         return _Reply(200, openai.response_body(answer, model, created_at=now, custom=custom), answer=answer)
+
+    def _scripted_error(self, path: str, answer: Answer) -> _Reply | None:
+        """The scripted HTTP error for this call, in the route's provider format; None to answer normally."""
+        error = answer.error
+        if error is None:
+            return None
+        key = (path, answer.conversation, answer.turn)
+        with self._lock:
+            sent = self._errors_sent.get(key, 0)
+            if error.times is not None and sent >= error.times:
+                return None
+            self._errors_sent[key] = sent + 1
+        if path == "/v1/messages":
+            body = anthropic.error_body(error.type, error.message)
+        else:
+            body = openai.error_body(error.type, error.message, error.status)
+        notes = {**answer.notes, "error": error.model_dump(), "error_call": sent + 1}
+        # Requests are logged with the answer; a failed call logs what was sent instead of the response.
+        return _Reply(error.status, body, answer=replace(answer, notes=notes, text="", calls=()))
 
 
 class _BodyError(ValueError):

@@ -7,13 +7,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from scaffold.experiment import Experiment
+from scaffold.noise import classify
 from scaffold.records import TrialRecord, read_records
 
-__all__ = ["Group", "aggregate", "render_summary", "write_summary"]
+__all__ = ["Group", "aggregate", "noise_of", "render_summary", "write_summary"]
+
+
+def noise_of(record: TrialRecord) -> dict[str, Any]:
+    """The record's noise verdict; records written before classification existed are classified now."""
+    return dict(record.noise) if record.noise else classify(record).to_dict()
 
 
 @dataclass
@@ -46,6 +53,9 @@ class Group:
     @property
     def mean_duration(self) -> float | None:
         return _mean(r.duration_s for r in self.records)
+
+    def noise_count(self, category: str) -> int:
+        return sum(noise_of(r)["category"] == category for r in self.records)
 
     def dimension_mean(self, name: str) -> float | None:
         return _mean(d.get("score") for r in self.scored for d in r.dimensions if d["name"] == name)
@@ -108,8 +118,16 @@ def render_summary(experiment_id: str, records: Sequence[TrialRecord], problems:
     agg = aggregate(records)
     errors = [r for r in records if r.verdict == "error"]
     failed = [r for r in records if r.verdict == "failed"]
+    noisy = [(r, noise_of(r)) for r in records]
+    noisy = [(r, n) for r, n in noisy if n["category"] != "included"]
     text = _ENV.get_template("summary.md.j2").render(
-        experiment_id=experiment_id, records=records, agg=agg, errors=errors, failed=failed, problems=problems
+        experiment_id=experiment_id,
+        records=records,
+        agg=agg,
+        errors=errors,
+        failed=failed,
+        noisy=noisy,
+        problems=problems,
     )
     return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 

@@ -81,6 +81,7 @@ def merge_turns(turns: Sequence[Trajectory]) -> Trajectory:
             final_text=t.final_text,
             permission_denials=merged.permission_denials + t.permission_denials,
             errors=merged.errors + t.errors,
+            failures=merged.failures + t.failures,
             malformed_lines=merged.malformed_lines + t.malformed_lines,
             exit_code=t.exit_code,
             timed_out=merged.timed_out or t.timed_out,

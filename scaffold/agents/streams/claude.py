@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scaffold.agents.streams import count, items, json_events, skill_from_path
+from scaffold.agents.streams.failures import failure
 from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_claude_stream"]
@@ -54,6 +55,7 @@ class _State:
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     denials: list[str] = field(default_factory=list)
     session_id: str | None = None
     version: str | None = None
@@ -74,6 +76,14 @@ class _State:
             self._assistant(event)
         elif kind == "result":
             self._result(event)
+        elif kind == "system" and event.get("subtype") == "api_retry":
+            # Announced before each retry; the run may still recover, so not final.
+            message = f"retry {event.get('attempt')}/{event.get('max_retries')}: {event.get('error')}"
+            self.failures.append(
+                failure(
+                    "system/api_retry", message, status=event.get("error_status"), code=event.get("error"), final=False
+                )
+            )
         elif kind == "error":
             self.errors.append(str(event.get("message") or event.get("error") or event)[:300])
 
@@ -88,7 +98,9 @@ class _State:
             return
         if message.get("model") == "<synthetic>":
             # Written by the CLI itself after a failed API call: an error, not a model response.
-            self.errors.append("API error: " + _text_of(message.get("content")))
+            text = _text_of(message.get("content"))
+            self.errors.append("API error: " + text)
+            self.failures.append(failure("assistant/<synthetic>", text, code=event.get("error"), final=True))
             return
         msg_id = str(message.get("id") or f"line-{len(self.message_ids)}")
         if event.get("parent_tool_use_id") is None and msg_id not in self.message_ids:
@@ -123,6 +135,14 @@ class _State:
         for denial in items(event.get("permission_denials")):
             if isinstance(denial, dict):
                 self.denials.append(str(denial.get("tool_name", "?")))
+        status = event.get("api_error_status")
+        if isinstance(status, int) and self.failures and self.failures[-1]["final"]:
+            # The result states the status of the failure its synthetic message described.
+            self.failures[-1] = failure(
+                self.failures[-1]["source"], self.failures[-1]["message"], status=status, code=None, final=True
+            )
+        elif event.get("is_error") and isinstance(status, int):
+            self.failures.append(failure("result", str(event.get("result") or ""), status=status, final=True))
         if event.get("is_error") or str(event.get("subtype", "")).startswith("error"):
             self.errors.append(f"result {event.get('subtype')}: {str(event.get('result') or '')[:300]}".strip())
 
@@ -147,6 +167,7 @@ class _State:
             final_text=self.final_text or self.last_text,
             permission_denials=tuple(self.denials),
             errors=tuple(self.errors),
+            failures=tuple(self.failures),
             malformed_lines=self.malformed,
             completed=self.completed,
             agent_version=self.version,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scaffold.agents.streams import add_tokens, count, json_events, skill_from_path
+from scaffold.agents.streams.failures import failure
 from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_codex_stream", "unwrap_shell"]
@@ -50,6 +51,7 @@ class _State:
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     tokens: TokenUsage | None = None
     session_id: str | None = None
     final_text: str = ""
@@ -74,10 +76,15 @@ class _State:
         elif kind == "turn.failed":
             self.failed = True
             error = _dict(event.get("error"))
-            self.errors.append("turn failed: " + str(error.get("message") or event.get("error") or ""))
+            message = str(error.get("message") or event.get("error") or "")
+            self.errors.append("turn failed: " + message)
+            self.failures.append(failure("turn.failed", message, final=True))
         elif kind == "error":
             # Also emitted during retries that later recover: evidence, not by itself a failure.
-            self.errors.append(str(event.get("message") or event)[:300])
+            message = str(event.get("message") or event)[:300]
+            self.errors.append(message)
+            if message.startswith("Reconnecting"):
+                self.failures.append(failure("error", message, final=False))
 
     def _item(self, item: dict[str, Any]) -> None:
         item_id = str(item.get("id", ""))
@@ -123,6 +130,7 @@ def parse_codex_stream(lines: Iterable[str]) -> Trajectory:
         session_id=state.session_id,
         final_text=state.final_text,
         errors=tuple(state.errors),
+        failures=tuple(state.failures),
         malformed_lines=state.malformed,
         completed=state.completed and not state.failed,
     )
