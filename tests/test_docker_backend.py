@@ -202,6 +202,7 @@ def test_oracle_trials_pass_in_containers(backend: DockerBackend, factory: TaskF
         assert record.workspace["backend"] == "docker"
     fix_median = runner.run(Case("fix-median", "CONTROL", 1)).record
     assert len(fix_median.checks) > 10  # the hidden checks ran, through the validation shim, in python3
+    backend.drain()  # containers are removed in the background, off the trial's critical path
     assert ours(backend._client, session=backend.session.id) == []
 
 
@@ -213,6 +214,7 @@ def test_nop_fails_and_the_failed_workspace_is_kept(
     record = runner.run(Case("nothing", "CONTROL", 1)).record
     assert record.verdict == "failed"
     assert record.workspace["kept"] and Path(record.workspace["path"]).is_dir()
+    backend.drain()
     assert ours(backend._client, session=backend.session.id) == []
 
 
@@ -260,16 +262,46 @@ def test_network_for_the_agent_but_never_for_validation(
         _, route, _ = run(workspace, ["cat", "/proc/net/route"], tmp_path)
         default = next(line.split()[2] for line in route.splitlines()[1:] if line.split()[1] == "00000000")
         assert ".".join(str(int(default[i : i + 2], 16)) for i in (6, 4, 2, 0)) == gateway
-        run(workspace, ["sh", "-c", "echo agent-was-here > note.txt; sleep 600 &"], tmp_path)
+        # A background job dies with its command; one that shed the exec marker (env -i) outlives it...
+        run(workspace, ["sh", "-c", "echo agent-was-here > note.txt; sleep 600 & env -i setsid sleep 601 &"], tmp_path)
+        _, table, _ = run(workspace, ["ps", "-eo", "args"], tmp_path)
+        assert "sleep 600" not in table and "sleep 601" in table
 
         workspace.put(task.validation_dir, ".eval-validation")  # the validation runner's first step
-        assert workspace.container_id != agent_container
-        assert made._client.containers.get(workspace.container_id).attrs["HostConfig"]["NetworkMode"] == "none"
-        assert ours(made._client, session=made.session.id, phase="agent") == []
+        # ...until validation takes the container over: every agent process ended, the network gone.
+        assert workspace.container_id == agent_container
+        assert workspace.phase == "validation" and workspace.host_address is None
         _, out, _ = run(workspace, ["sh", "-c", "cat note.txt; ls .eval-validation; ps -eo args"], tmp_path)
         assert "agent-was-here" in out and "check.py" in out
-        assert "sleep 600" not in out  # a clean process table
+        assert "sleep 60" not in out  # a clean process table
+        _, dev, _ = run(workspace, ["cat", "/proc/net/dev"], tmp_path)
+        assert [line.split(":")[0].strip() for line in dev.splitlines() if ":" in line] == ["lo"]
         made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+
+
+def test_validation_gets_a_fresh_container_when_the_keeper_cannot_answer(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    task = load_task(factory.task("fallback"))
+    made = DockerBackend(tmp_path / "ws", network=True)
+    try:
+        workspace = made.create(task, "exp-fb/fallback-CONTROL-r1")
+        agent_container = workspace.container_id
+        run(workspace, ["sh", "-c", "echo kept > note.txt; env -i setsid sleep 602 &"], tmp_path)
+        assert workspace.keeper is not None
+        workspace.keeper.reset = lambda timeout=0.0: False  # type: ignore[method-assign]
+        workspace.begin_validation()
+        assert workspace.container_id != agent_container
+        attrs = made._client.containers.get(workspace.container_id).attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "none"
+        assert attrs["Config"]["Labels"]["comet-eval.phase"] == "validation"
+        _, out, _ = run(workspace, ["sh", "-c", "cat note.txt; ps -eo args"], tmp_path)
+        assert "kept" in out and "sleep 602" not in out
+        made.destroy(workspace, keep=False)
+        made.drain()
+        assert ours(made._client, session=made.session.id) == []
     finally:
         made.close()
 
@@ -323,17 +355,15 @@ def test_a_timeout_kills_the_process_tree_in_the_container(
         backend.destroy(workspace, keep=False)
 
 
-def test_a_fork_bomb_is_ended_by_replacing_the_container(
-    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
-) -> None:
-    """At the pids limit not even the killer can start: the container is replaced, the files stay."""
+def test_a_fork_bomb_is_ended_by_the_keeper(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    """At the pids limit not even the killer exec can start: the keeper (shell builtins, no fork) ends
+    every process, and the container and its files stay."""
     workspace = backend.create(load_task(factory.task("bomb", environment={"pids_limit": 40})), "exp-b/bomb")
     try:
         first = workspace.container_id
         result, _, _ = run(workspace, ["bash", "-c", "f() { f | f & }; f; sleep 100"], tmp_path, timeout=2)
         assert result.timed_out
-        assert workspace.container_id != first
-        assert ours(backend._client, session=backend.session.id) != []
+        assert workspace.container_id == first
         after, out, _ = run(workspace, ["sh", "-c", "ls Dockerfile; ps -e | grep -c bash || true"], tmp_path)
         assert (after.exit_code, out) == (0, "Dockerfile\n0\n")
     finally:
@@ -351,7 +381,8 @@ def test_a_container_that_disappears_is_a_workspace_error(
             run(workspace, ["sleep", "30"], tmp_path)
     finally:
         backend.destroy(workspace, keep=False)
-    assert ours(backend._client, session=backend.session.id) == []
+    backend.drain()
+    assert ours(backend._client, session=backend.session.id) == []  # and no replacement was started
 
 
 def test_agent_cli_is_mounted_read_only_on_path(docker_base_image: str, factory: TaskFactory, tmp_path: Path) -> None:

@@ -44,10 +44,13 @@ def require_cli(name: str) -> str:
 Run = Callable[..., TrialRecord]
 
 
-@pytest.fixture(params=["local", "docker"])
-def backend(request: pytest.FixtureRequest) -> str:
-    if request.param == "docker":
+@pytest.fixture(params=["local", "docker", "docker-copy"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``docker-copy``: the docker backend in copy mode (as with a remote engine): the workspace and the
+    agent CLI (a volume) live in the engine, nothing is bind-mounted."""
+    if request.param.startswith("docker"):
         request.getfixturevalue("docker_base_image")  # skips without an engine, fails in CI
+        monkeypatch.setenv("COMET_DOCKER_COPY", "1" if request.param == "docker-copy" else "0")
     return str(request.param)
 
 
@@ -75,7 +78,7 @@ def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> 
                 [REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path, keep_workspaces="all"
             )
             runner.agent = create_agent(agent, env)
-            if backend == "docker":
+            if backend.startswith("docker"):
                 runner.backend = create_backend(
                     "docker", workspace_root=tmp_path / "ws", network=True, agent_install=runner.agent.install
                 )
@@ -83,7 +86,7 @@ def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> 
                 record = runner.run(Case(task, treatment, 1)).record
             finally:
                 runner.backend.close()
-        assert record.config["backend"] == backend
+        assert record.config["backend"] == backend.partition("-")[0]
         for path in tmp_path.rglob("*"):
             if path.is_file() and path.suffix in (".json", ".jsonl", ".log", ".md"):
                 text = path.read_text(errors="replace")
