@@ -328,6 +328,65 @@ def test_exec_output_exit_code_and_environment(backend: DockerBackend, factory: 
         backend.destroy(workspace, keep=False)
 
 
+def test_commands_the_keeper_starts_behave_like_execs(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    """Bind mode runs commands as children of the keeper (no exec: ~50 ms less); what they see is the same:
+    environment, working directory, user, signal dispositions, stdin, exit code, output."""
+    workspace = backend.create(load_task(factory.task("same")), "exp-s/same-CONTROL-r1")
+    probe = "env | grep -v '^COMET_EXEC_ID=' | sort; pwd; id -u; grep -E 'Sig(Ign|Blk)' /proc/self/status; cat"
+    try:
+        assert workspace.keeper is not None
+        results = []
+        for fast in (True, False):
+            workspace.keeper.fast = fast
+            result = workspace.exec(
+                ["sh", "-c", probe + "; echo err >&2; exit 7"],
+                timeout=30,
+                env={"FOO": "bar baz'quoted\nline"},
+                stdout_path=tmp_path / f"{fast}.out",
+                stderr_path=tmp_path / f"{fast}.err",
+            )
+            results.append((result.exit_code, result.stdout(), result.stderr()))
+        assert results[0] == results[1]
+        code, out, err = results[0]
+        assert (code, err) == (7, "err\n")
+        assert "FOO=bar baz'quoted\n" in out and "/workspace\n0\n" in out
+        assert "SigIgn:\t0000000000000000" in out  # Ctrl-C handlers work (a background job would ignore SIGINT)
+        for fast in (True, False):
+            workspace.keeper.fast = fast
+            odd = workspace.exec(
+                ["printenv", "ODD-NAME"],
+                timeout=30,
+                env={"ODD-NAME": "1"},  # a name a shell would drop: set by `env` right before the command
+                stdout_path=tmp_path / "odd.out",
+                stderr_path=tmp_path / "odd.err",
+            )
+            assert (odd.exit_code, odd.stdout()) == (0, "1\n")
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_a_command_the_keeper_does_not_take_runs_once_through_exec(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaffold.workspaces.docker_keeper as keeper_module
+
+    monkeypatch.setattr(keeper_module, "CLAIM_S", 0.3)
+    workspace = backend.create(load_task(factory.task("unclaimed")), "exp-u/unclaimed-CONTROL-r1")
+    try:
+        keeper = workspace.keeper
+        assert keeper is not None
+        real_send = keeper._send
+        keeper._send = lambda line: True if line.startswith("run ") else real_send(line)  # type: ignore[method-assign]
+        result, out, _ = run(workspace, ["sh", "-c", "echo ran >> count.txt; cat count.txt"], tmp_path)
+        assert (result.exit_code, out) == (0, "ran\n")  # the keeper never saw it; exec ran it, once
+        assert not keeper.fast and not backend._keeper_commands  # later commands go straight to exec
+        assert workspace.control is not None and list(workspace.control.iterdir()) == []
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
 def test_a_timeout_kills_the_process_tree_in_the_container(
     backend: DockerBackend, factory: TaskFactory, tmp_path: Path
 ) -> None:

@@ -1,18 +1,16 @@
-"""Commands in a trial's container: ``exec`` with a time limit and output streamed to host files, the
-kill of a command's process tree, and the container's main process (the keeper) that can end every
-other process in one round trip.
+"""Commands in a trial's container through ``exec``: a time limit, output streamed to host files, and
+the kill of a command's process tree (the wrapper and killer scripts are shared with the keeper's fast
+path, :mod:`.docker_keeper`).
 
 Costs measured on the 2-core machine (engine 20.10): an ``exec`` round trip ~55 ms however small the
-command, an API call without a process ~2 ms. So each command is one exec that also cleans up after
-itself, and the per-phase cleanup goes through the keeper instead of a fresh container or another exec.
+command (runc starts a process in the container's namespaces), an API call without a process ~2 ms.
+So each command is one exec that also cleans up after itself.
 """
 
 from __future__ import annotations
 
 import contextlib
-import select
-import socket
-import struct
+import re
 import threading
 import time
 import uuid
@@ -23,11 +21,10 @@ from typing import IO, Any
 from scaffold.errors import WorkspaceError
 from scaffold.procs import TERM_GRACE_S, ProcessResult
 
-__all__ = ["EXEC_MARK", "KEEPER_SCRIPT", "Keeper", "exit_code", "quick_exec", "run_command"]
+__all__ = ["EXEC_MARK", "exit_code", "kill_marked", "quick_exec", "run_command", "split_env", "wrap_command"]
 
 EXEC_MARK = "COMET_EXEC_ID"
 READER_GRACE_S = 5.0
-KEEPER_REPLY_S = 30.0
 
 # `sweep SIGNAL`: send SIGNAL to every process whose environment holds the line $mark, among those
 # started at or after $born (/proc/PID/stat field 22; older processes cannot descend from the command,
@@ -96,104 +93,6 @@ exit 0
 """
 )
 
-# The container's main process, under Docker's init (PID 1). It waits on its stdin (the engine keeps it
-# open: the container is created with OpenStdin) for "reset ID" and then kills every process but PID 1
-# and itself (repeating until a round finds none, so processes forked meanwhile go too; zombies are
-# the init's to reap), and answers "ID STATUS". Shell builtins only: it needs no fork, so it works even
-# when a fork bomb holds every pid of the container's limit, where a killer exec cannot even start.
-# Should stdin ever close, it goes on as the `sleep infinity` it replaces.
-KEEPER_SCRIPT = r"""
-exec 2>/dev/null
-reset() {
-  round=0
-  while [ "$round" -lt 100 ]; do
-    round=$((round + 1))
-    hit=
-    for dir in /proc/[0-9]*; do
-      pid=${dir#/proc/}
-      case $pid in 1|$$) continue ;; esac
-      read -r stat < "$dir/stat" || continue
-      set -- ${stat##*) }
-      case $1 in Z|X) continue ;; esac
-      kill -KILL "$pid" && hit=1
-    done
-    [ -z "$hit" ] && return 0
-  done
-  return 1
-}
-while IFS= read -r line; do
-  case $line in
-    "reset "*) reset; echo "${line#reset } $?" ;;
-  esac
-done
-exec sleep infinity
-"""
-
-
-class Keeper:
-    """The harness's side of :data:`KEEPER_SCRIPT`: an attached stdin/stdout stream to the main process.
-
-    ``reset()`` ends every process of the container but the init and the keeper in ~1-2 ms (an exec
-    costs ~55 ms, a fresh container ~250 ms plus a removal), and works at the pids limit. Attached on
-    first use; any failure returns False and the caller falls back to replacing the container.
-    """
-
-    def __init__(self, stream_api: Any, container_id: str) -> None:
-        self._api = stream_api
-        self._container_id = container_id
-        self._socket: Any = None
-        self._lock = threading.Lock()
-
-    def reset(self, timeout: float = KEEPER_REPLY_S) -> bool:
-        with self._lock:
-            try:
-                if self._socket is None:
-                    params = {"stdin": 1, "stdout": 1, "stream": 1}
-                    self._socket = self._api.attach_socket(self._container_id, params=params)
-                raw = getattr(self._socket, "_sock", self._socket)
-                nonce = uuid.uuid4().hex[:12]
-                raw.sendall(f"reset {nonce}\n".encode())
-                return _read_reply(raw, nonce, time.monotonic() + timeout) == "0"
-            except Exception:
-                self.close()
-                return False
-
-    def close(self) -> None:
-        """Close the attached stream: the socket, its file wrapper and the HTTP response holding it."""
-        sock, self._socket = self._socket, None
-        if sock is None:
-            return
-        raw = getattr(sock, "_sock", sock)
-        with contextlib.suppress(Exception):
-            raw.shutdown(socket.SHUT_RDWR)
-        for closable in (raw, sock, getattr(sock, "_response", None)):
-            with contextlib.suppress(Exception):
-                closable.close()  # type: ignore[union-attr]
-
-
-def _read_reply(raw: Any, nonce: str, deadline: float) -> str | None:
-    """Read the keeper's multiplexed stdout (8-byte frame headers) until the line answering *nonce*."""
-    buffer, text = b"", ""
-    while True:
-        while len(buffer) >= 8:
-            size = struct.unpack(">I", buffer[4:8])[0]
-            if len(buffer) < 8 + size:
-                break
-            text += buffer[8 : 8 + size].decode("utf-8", errors="replace")
-            buffer = buffer[8 + size :]
-        while "\n" in text:
-            line, text = text.split("\n", 1)
-            answer, _, status = line.partition(" ")
-            if answer == nonce:
-                return status
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or not select.select([raw], [], [], remaining)[0]:
-            return None
-        chunk = raw.recv(4096)
-        if not chunk:
-            return None
-        buffer += chunk
-
 
 def run_command(
     api: Any,
@@ -220,11 +119,12 @@ def run_command(
     stdout_path.parent.mkdir(parents=True, exist_ok=True)
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
     mark = uuid.uuid4().hex
-    wrapped = ["/bin/sh", "-c", _RUN_SCRIPT, "comet-exec", mark, str(len(removals)), *removals, *argv]
+    plain, odd = split_env(env)
+    wrapped = wrap_command(argv, mark, removals, odd)
     start = time.monotonic()
     with stdout_path.open("wb", buffering=0) as out, stderr_path.open("wb", buffering=0) as err:
         try:
-            exec_id = api.exec_create(container_id, wrapped, environment=dict(env), workdir=workdir)["Id"]
+            exec_id = api.exec_create(container_id, wrapped, environment=plain, workdir=workdir)["Id"]
             chunks = stream_api.exec_start(exec_id, stream=True, demux=True)
         except Exception as exc:
             raise WorkspaceError(f"cannot run {argv[0]!r} in the container of {where}: {exc}") from None
@@ -243,14 +143,14 @@ def run_command(
                 if not reader.is_alive() or not api.exec_inspect(exec_id)["Running"]:
                     break
             if timed_out:
-                _kill(api, container_id, mark, TERM_GRACE_S, escalate)
+                kill_marked(api, container_id, mark, TERM_GRACE_S, escalate)
             reader.join(READER_GRACE_S)
             code = None if timed_out else exit_code(api, exec_id)
             if code != 0 and not timed_out:  # only exit 0 proves that the command's own sweep ran
-                _kill(api, container_id, mark, 0, escalate)
+                kill_marked(api, container_id, mark, 0, escalate)
         except BaseException as exc:  # Ctrl-C: end the tree now; the Runner then destroys the container
             with contextlib.suppress(Exception):
-                _kill(api, container_id, mark, 0, None)
+                kill_marked(api, container_id, mark, 0, None)
             if isinstance(exc, Exception) and not isinstance(exc, WorkspaceError):  # e.g. container gone
                 raise WorkspaceError(f"running {argv[0]!r} in the container of {where}: {exc}") from None
             raise
@@ -260,8 +160,29 @@ def run_command(
     return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
 
 
-def _kill(api: Any, container_id: str, mark: str, grace: float, escalate: Callable[[], None] | None) -> None:
-    """End every process of the exec marked *mark*; when the killer cannot run, *escalate*."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def split_env(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(names a shell keeps, the others). A POSIX shell drops variables whose names are not identifiers
+    (``A-B=1``) from the environment it passes on, so those go through ``env NAME=VALUE`` instead."""
+    plain = {name: value for name, value in env.items() if _ENV_NAME.fullmatch(name)}
+    return plain, {name: value for name, value in env.items() if name not in plain}
+
+
+def wrap_command(
+    argv: Sequence[str], mark: str, removals: Sequence[str] = (), odd_env: Mapping[str, str] | None = None
+) -> list[str]:
+    """*argv* under the wrapper that marks it, removes *removals* first and sweeps after it; *odd_env*
+    (see :func:`split_env`) is set by ``env`` right before the command."""
+    if odd_env:
+        argv = ["env", *(f"{name}={value}" for name, value in odd_env.items()), *argv]
+    return ["/bin/sh", "-c", _RUN_SCRIPT, "comet-exec", mark, str(len(removals)), *removals, *argv]
+
+
+def kill_marked(api: Any, container_id: str, mark: str, grace: float, escalate: Callable[[], None] | None) -> bool:
+    """End every process of the command marked *mark* (SIGTERM, *grace* seconds, SIGKILL) with a killer
+    exec; when that cannot run, *escalate*. Returns True when it escalated (every process was ended)."""
     try:
         kill = api.exec_create(container_id, ["/bin/sh", "-c", _KILL_SCRIPT, EXEC_MARK, mark, f"{grace:g}"])
         api.exec_start(kill["Id"])
@@ -270,6 +191,8 @@ def _kill(api: Any, container_id: str, mark: str, grace: float, escalate: Callab
         ok = False
     if not ok and escalate is not None:
         escalate()
+        return True
+    return False
 
 
 def exit_code(api: Any, exec_id: str) -> int | None:
