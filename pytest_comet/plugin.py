@@ -342,6 +342,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
             settings.backend,
             workspace_root=workspace_root.absolute(),
             network=agent.needs_network,
+            network_scope="host" if getattr(agent, "endpoint_on_this_machine", False) else "internet",
             agent_install=agent.install,
         )
     except CometError as exc:

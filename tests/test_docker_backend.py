@@ -617,3 +617,40 @@ def test_task_image_tags_are_valid_docker_names(tmp_path: Path) -> None:
     assert tag.startswith("comet-eval/task-my-task-v2:")
     assert tag == task_image_tag("My_Task.v2", tmp_path / "env", tmp_path / "env" / "Dockerfile", {"agent": "none"})
     assert tag != task_image_tag("My_Task.v2", tmp_path / "env", tmp_path / "env" / "Dockerfile", {"agent": "x"})
+
+
+@pytest.mark.docker
+def test_host_only_network_reaches_this_machine_and_nothing_else(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    task = load_task(factory.task("hostonly"))
+    made = DockerBackend(tmp_path / "ws", network=True, network_scope="host")
+    try:
+        workspace = made.create(task, "exp-host/hostonly-CONTROL-r1")
+        attrs = made._client.containers.get(workspace.container_id).attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "comet-eval-host-only"
+        assert made._client.networks.get("comet-eval-host-only").attrs["Internal"] is True
+        gateway = workspace.host_address
+        probe = (
+            "import socket, sys\n"
+            "def reach(host, port):\n"
+            "    try:\n"
+            "        socket.create_connection((host, port), timeout=2).close(); return 'open'\n"
+            "    except OSError as exc:\n"
+            "        return type(exc).__name__\n"
+            f"print(reach('{gateway}', {server.server_address[1]}), reach('1.1.1.1', 80), reach('8.8.8.8', 53))\n"
+        )
+        _, out, _ = run(workspace, ["python3", "-c", probe], tmp_path)
+        here, outside, dns = out.split()
+        assert here == "open"  # the model endpoint served on this machine
+        assert outside != "open" and dns != "open"  # the internet is not reachable
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+        server.shutdown()
+        server.server_close()

@@ -79,8 +79,13 @@ def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> 
             )
             runner.agent = create_agent(agent, env)
             if backend.startswith("docker"):
+                # The endpoint is served here: the container may reach this machine and nothing else.
                 runner.backend = create_backend(
-                    "docker", workspace_root=tmp_path / "ws", network=True, agent_install=runner.agent.install
+                    "docker",
+                    workspace_root=tmp_path / "ws",
+                    network=True,
+                    network_scope="host",
+                    agent_install=runner.agent.install,
                 )
             try:
                 record = runner.run(Case(task, treatment, 1)).record

@@ -22,6 +22,8 @@ from scaffold.workspaces import Workspace
 
 __all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
 
 @dataclass(frozen=True, slots=True)
 class Invocation:
@@ -78,6 +80,13 @@ class CliAgent:
         self.base_url = base_url or next((env[k] for k in spec.base_url_env if env.get(k)), None)
         self.redactor = Redactor(self._env[k] for k in spec.credentials.secrets if k in self._env)
         self._version: str | None = None
+
+    @property
+    def endpoint_on_this_machine(self) -> bool:
+        """True when the model endpoint is a loopback URL: a container then needs to reach only this
+        machine, never the internet."""
+        host = urlsplit(self.base_url).hostname if self.base_url else None
+        return host in _LOOPBACK
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         from scaffold.conversation import converse
@@ -176,7 +185,7 @@ def _reachable(url: str | None, workspace: Workspace) -> str | None:
     if not url or not host:
         return url
     parts = urlsplit(url)
-    if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+    if parts.hostname not in _LOOPBACK:
         return url
     netloc = host + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))

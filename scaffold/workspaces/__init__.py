@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from scaffold.errors import SelectionError
 from scaffold.procs import ProcessResult
@@ -86,10 +86,12 @@ def create_backend(
     *,
     workspace_root: Path,
     network: bool = False,
+    network_scope: Literal["host", "internet"] = "internet",
     agent_install: InstallSpec | None = None,
 ) -> Backend:
-    """The backend *name*. ``docker`` only: *network* gives the agent's container the default bridge (to
-    reach a model endpoint; otherwise no network), *agent_install* is the agent CLI to mount into it."""
+    """The backend *name*. ``docker`` only: *network* gives the agent's container a network to reach its
+    model endpoint (otherwise none): *network_scope* ``host`` reaches this machine only (an endpoint served
+    here), ``internet`` the default bridge; *agent_install* is the agent CLI to mount into it."""
     if name == "local":
         from scaffold.workspaces.local import LocalBackend
 
@@ -97,5 +99,5 @@ def create_backend(
     if name == "docker":
         from scaffold.workspaces.docker import DockerBackend
 
-        return DockerBackend(workspace_root, network=network, agent_install=agent_install)
+        return DockerBackend(workspace_root, network=network, network_scope=network_scope, agent_install=agent_install)
     raise SelectionError(f"--backend={name}: unknown backend; known: {', '.join(known_backends())}")

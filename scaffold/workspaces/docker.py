@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from scaffold.errors import WorkspaceError
 from scaffold.images import (
@@ -228,10 +228,16 @@ def _direct(api: Any) -> Any:
     return api
 
 
+HOST_ONLY_NETWORK = "comet-eval-host-only"
+
+
 class DockerBackend:
-    """Workspaces in Docker containers. *network*: the agent's container gets the default bridge (to reach
-    a model endpoint); otherwise, and always for validation, it has no network at all. *copy*: force copy
-    mode (True) or bind mode (False); None reads ``COMET_DOCKER_COPY``, else asks the engine."""
+    """Workspaces in Docker containers. *network*: the agent's container gets a network (to reach a model
+    endpoint); otherwise, and always for validation, it has no network at all. *network_scope* ``host``
+    puts it on an internal network whose only reachable peer is this machine (its gateway), for a model
+    endpoint served here; ``internet`` uses the default bridge, for a remote provider (limiting egress to
+    one remote host would need a proxy). *copy*: force copy mode (True) or bind mode (False); None reads
+    ``COMET_DOCKER_COPY``, else asks the engine."""
 
     name = "docker"
 
@@ -240,6 +246,7 @@ class DockerBackend:
         workspace_root: Path,
         *,
         network: bool = False,
+        network_scope: Literal["host", "internet"] = "internet",
         agent_install: InstallSpec | None = None,
         base_image: str = BASE_TAG,
         build_timeout: float = DEFAULT_BUILD_TIMEOUT_S,
@@ -248,6 +255,8 @@ class DockerBackend:
     ) -> None:
         self._root = workspace_root
         self.network = network
+        self.network_name = HOST_ONLY_NETWORK if network_scope == "host" else "bridge"
+        self._network_ready = network_scope != "host"
         self._agent_install = agent_install
         self._agent_cache = agent_cache
         self.base_image = base_image
@@ -434,7 +443,7 @@ class DockerBackend:
         try:
             config = api.create_host_config(
                 mounts=mounts,
-                network_mode="bridge" if network else "none",
+                network_mode=self._network() if network else "none",
                 nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
                 mem_limit=f"{limits.memory_mb}m",
                 memswap_limit=f"{limits.memory_mb}m",  # the same as the memory: no swap on top
@@ -476,8 +485,25 @@ class DockerBackend:
             full["PATH"] = self._images[workspace.task.name].path
         return full
 
+    def _network(self) -> str:
+        """The agent's network; the internal host-only one is created on first use (by any session:
+        a lost creation race just finds the winner's network)."""
+        if not self._network_ready:
+            import docker.errors
+
+            try:
+                self._client.networks.get(self.network_name)
+            except docker.errors.NotFound:
+                try:
+                    self._client.networks.create(self.network_name, driver="bridge", internal=True, labels=dict(OWNER))
+                except docker.errors.APIError as exc:
+                    if getattr(exc, "status_code", None) != 409:
+                        raise WorkspaceError(f"cannot create the network {self.network_name}: {exc}") from exc
+            self._network_ready = True
+        return self.network_name
+
     def _gateway_of(self, workspace: DockerWorkspace) -> str | None:
-        """The default bridge's gateway, the same for every container on it: inspected once per session."""
+        """The agent network's gateway (this machine), the same for every container: inspected once."""
         if self._gateway is None:
             settings = self._api.inspect_container(workspace.container_id).get("NetworkSettings") or {}
             gateways = [n.get("Gateway") for n in (settings.get("Networks") or {}).values()]
@@ -502,7 +528,7 @@ class DockerBackend:
         ok = workspace.keeper is not None and workspace.keeper.reset()
         if ok and workspace.network:
             try:
-                self._api.disconnect_container_from_network(workspace.container.id, "bridge", force=True)
+                self._api.disconnect_container_from_network(workspace.container.id, self.network_name, force=True)
             except Exception:
                 ok = False
         if ok:
