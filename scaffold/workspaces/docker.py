@@ -444,6 +444,9 @@ class DockerBackend:
             config = api.create_host_config(
                 mounts=mounts,
                 network_mode=self._network() if network else "none",
+                # On the host-only network no name outside resolves, and Docker's DNS takes 10 s to say so;
+                # answer fast instead, or every lookup an agent CLI tries (telemetry, updates) costs 10 s.
+                dns_opt=["timeout:1", "attempts:1"] if network and self.network_name == HOST_ONLY_NETWORK else None,
                 nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
                 mem_limit=f"{limits.memory_mb}m",
                 memswap_limit=f"{limits.memory_mb}m",  # the same as the memory: no swap on top
