@@ -6,11 +6,9 @@ Needs ``DOCKER_HOST`` (or the default socket), like tests/test_docker_backend.py
 
 from __future__ import annotations
 
-import _thread
 import io
 import os
 import tarfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +31,7 @@ from scaffold.workspaces.docker import COPY_ENV, DockerBackend
 from scaffold.workspaces.docker_copy import extract_workspace, match_glob, tar_stream
 from scaffold.workspaces.files import HostFiles
 from tests.conftest import REPO, TaskFactory
+from tests.test_docker_backend import InterruptedAgent
 
 pytestmark = pytest.mark.docker
 
@@ -274,26 +273,6 @@ def test_a_replaced_container_keeps_the_files_in_copy_mode(
     finally:
         copy_backend.destroy(workspace, keep=False)
     assert left_behind(copy_backend) == ([], [])
-
-
-class InterruptedAgent:
-    name = "interrupted"
-    skills_dir = ".claude/skills"
-    instructions_file = "CLAUDE.md"
-    invokes_skills = False
-    needs_network = False
-    install: InstallSpec | None = None
-
-    def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
-        threading.Timer(1.0, _thread.interrupt_main).start()
-        workspace.exec(
-            ["sleep", "60"],
-            timeout=60,
-            env={},
-            stdout_path=request.log_dir / "a.out",
-            stderr_path=request.log_dir / "a.err",
-        )
-        raise AssertionError("not interrupted")
 
 
 def test_ctrl_c_in_copy_mode_leaves_no_container_and_no_volume(
