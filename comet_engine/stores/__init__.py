@@ -1,0 +1,5 @@
+"""Run stores: memory, file directory and SQLite, all with compare-and-swap on a run revision."""
+
+from comet_engine.stores.base import Store, StoredRun
+
+__all__ = ["Store", "StoredRun"]
