@@ -1,0 +1,82 @@
+"""What every store shares: strict JSON encoding, revision stamps on events, and crash points.
+
+States and events are encoded once, compactly (no indent: this is the hot path), with ``allow_nan``
+off so that every store holds the same plain JSON and a value that only one backend could keep never
+gets in. Each event is stamped with the revision that publishes it, so readers can drop the events of a
+revision that never became visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from comet_engine.errors import CorruptRunError, StoreError
+
+__all__ = ["CRASH_ENV", "crash_point", "decode_event", "decode_state", "encode_events", "encode_state"]
+
+CRASH_ENV = "COMET_ENGINE_CRASH_AT"
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL when ``COMET_ENGINE_CRASH_AT`` names *name* (crash tests only).
+
+    SIGKILL, not an exception: nothing may run after it (no ``finally``, no buffered flush), exactly
+    like a power cut or the OOM killer between two durable writes.
+    """
+    if os.environ.get(CRASH_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def encode_state(run_id: str, state: Mapping[str, Any]) -> str:
+    if not isinstance(state, Mapping):
+        raise StoreError(f"run {run_id!r}: the state must be a JSON object (a mapping), got {type(state).__name__}")
+    try:
+        return _ENCODER.encode(state)
+    except (TypeError, ValueError) as err:
+        raise StoreError(
+            f"run {run_id!r}: the state is not plain JSON ({err}); keep only dict, list, str, int, "
+            "finite float, bool and None in run states"
+        ) from err
+
+
+def encode_events(run_id: str, revision: int, events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One JSON line per event (without the newline), each stamped ``"revision": revision``."""
+    lines = []
+    for index, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            raise StoreError(f"run {run_id!r}: event {index} must be a JSON object, got {type(event).__name__}")
+        try:
+            lines.append(_ENCODER.encode({**event, "revision": revision}))
+        except (TypeError, ValueError) as err:
+            raise StoreError(
+                f"run {run_id!r}: event {index} ({event.get('type', '?')!r}) is not plain JSON ({err}); "
+                "keep only dict, list, str, int, finite float, bool and None in events"
+            ) from err
+    return lines
+
+
+def decode_state(run_id: str, text: str, where: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise CorruptRunError(
+            f"run {run_id!r}: {where} is not valid JSON ({err}); restore it from a backup or remove the run"
+        ) from err
+    if not isinstance(value, dict):
+        raise CorruptRunError(f"run {run_id!r}: {where} holds {type(value).__name__}, not a JSON object")
+    return value
+
+
+def decode_event(run_id: str, text: str, where: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise CorruptRunError(f"run {run_id!r}: {where} is not a JSON line ({err})") from err
+    if not isinstance(value, dict) or not isinstance(value.get("revision"), int):
+        raise CorruptRunError(f"run {run_id!r}: {where} is not an event with an integer 'revision'")
+    return value
