@@ -71,3 +71,21 @@ class CorruptRunError(StoreError):
 
 class UnsafePathError(StoreError):
     """A path escapes its sandbox: absolute, ``~``, a drive letter, or ``..``."""
+
+
+# --- skill packages (front end 1) ------------------------------------------------------------------------
+
+
+class SkillPackageError(DefinitionError):
+    """A skill package (SKILL.md, comet/*.yaml) is invalid; every problem names its file and field."""
+
+
+class SkillNotFoundError(EngineError, LookupError):
+    """No skill package of this name was found where resolution looks (fail closed: no fallback)."""
+
+
+class SnapshotError(CorruptRunError):
+    """A skill snapshot does not verify: a file changed after the run pinned it, or one is missing."""
+
+
+__all__ += ["SkillNotFoundError", "SkillPackageError", "SnapshotError"]

@@ -1,0 +1,33 @@
+"""Front end 1: skill packages (``SKILL.md`` + ``comet/*.yaml``) and the ``comet skill`` command.
+
+A package is loaded and validated at the file boundary (:mod:`.package`), found by name or path
+(:mod:`.resolve`), frozen into an immutable, hash-verified snapshot at run start (:mod:`.snapshot`),
+and run in the seed's on-disk layouts (:mod:`.layout`).
+"""
+
+from __future__ import annotations
+
+from comet_engine.skills.package import (
+    ACTION_TYPES,
+    Guardrails,
+    RuntimeCheck,
+    SkillPackage,
+    load_package,
+)
+from comet_engine.skills.resolve import BUILTIN_ROOT, Resolved, resolve
+from comet_engine.skills.snapshot import Snapshot, load_snapshot, skill_hash, write_snapshot
+
+__all__ = [
+    "ACTION_TYPES",
+    "BUILTIN_ROOT",
+    "Guardrails",
+    "Resolved",
+    "RuntimeCheck",
+    "SkillPackage",
+    "Snapshot",
+    "load_package",
+    "load_snapshot",
+    "resolve",
+    "skill_hash",
+    "write_snapshot",
+]
