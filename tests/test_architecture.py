@@ -29,6 +29,7 @@ PURE = [
     "scaffold/rubrics/generic.py",
     "scaffold/rubrics/safety.py",
     "scaffold/reports/summary.py",
+    "scaffold/reports/analysis.py",
     "scaffold/python/validation/core.py",
     "scaffold/agents/streams/__init__.py",
     "scaffold/agents/streams/claude.py",
