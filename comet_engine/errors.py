@@ -89,3 +89,13 @@ class SnapshotError(CorruptRunError):
 
 
 __all__ += ["SkillNotFoundError", "SkillPackageError", "SnapshotError"]
+
+
+# --- core runtime --------------------------------------------------------------------------------------
+
+
+class UnknownDefinitionError(EngineError):
+    """A run or child step names a workflow definition this runtime has not registered."""
+
+
+__all__ += ["UnknownDefinitionError"]
