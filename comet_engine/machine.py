@@ -13,7 +13,7 @@ at every activation and retry (see ``guardrails``). Output schemas are checked b
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsonschema
@@ -148,23 +148,50 @@ def claim(wf: Workflow, state: Mapping[str, Any], aid: str, *, token: str, now: 
 
 
 def record_outcome(
-    wf: Workflow, state: Mapping[str, Any], aid: str, *, attempt: int, token: str, outcome: Outcome
+    wf: Workflow,
+    state: Mapping[str, Any],
+    aid: str,
+    *,
+    attempt: int,
+    token: str,
+    outcome: Outcome,
+    past: Sequence[Mapping[str, Any]] = (),
 ) -> tuple[dict[str, Any], list[dict[str, Any]], Receipt]:
     """Record *outcome* for *attempt* of action *aid* claimed with *token*.
 
-    The identical outcome resubmitted returns the same receipt, the state unchanged and no event.
+    The identical outcome resubmitted returns the same receipt, the state unchanged and no event. An
+    action that has ended is no longer in the state: *past* are its trajectory events (the runtime
+    passes them then), which hold what is needed to recognise a resubmission.
     """
-    act = _get_action(state, aid)
+    act = state["actions"].get(aid)
     receipt = Receipt(aid, attempt, outcome.status, outcome.digest)
-    for past in act.get("history", ()):
-        if past["attempt"] == attempt and past["token"] == token:
-            if past["digest"] == receipt.digest:
+    token_digest = short_id(token)
+    if act is not None:
+        history = act.get("history", ())
+    else:
+        history = [
+            {"attempt": e["attempt"], "tokenDigest": e.get("tokenDigest"), "digest": e["digest"], "status": e["status"]}
+            for e in past
+            if e.get("type") == "action_completed" and e.get("actionId") == aid
+        ]
+    for old in history:
+        if old["attempt"] == attempt and old["tokenDigest"] == token_digest:
+            if old["digest"] == receipt.digest:
                 return dict(state), [], receipt
             raise RejectedError(
                 "outcome-conflict",
-                f"action {aid} attempt {attempt}: a different outcome ({past['status']}) is already recorded; "
+                f"action {aid} attempt {attempt}: a different outcome ({old['status']}) is already recorded; "
                 "an outcome cannot be changed",
             )
+    if act is None:
+        if any(e.get("type") == "action_cancelled" and e.get("actionId") == aid for e in past):
+            raise RejectedError("action-cancelled", f"action {aid}: was cancelled; its outcome is not accepted")
+        if history:
+            raise RejectedError(
+                "stale-attempt",
+                f"action {aid}: has ended with an outcome for attempt {history[-1]['attempt']} under another claim",
+            )
+        raise RejectedError("unknown-action", f"run {state['runId']}: has no action {aid!r}")
     _live(state)
     if act["status"] == "cancelled":
         raise RejectedError("action-cancelled", f"action {aid}: was cancelled; its outcome is not accepted")
@@ -300,8 +327,7 @@ def resolve_wait(wf: Workflow, state: Mapping[str, Any], wid: str, *, proposal_d
             tx.s["actions"][aid] = act
         else:
             # Declined: the tool never runs; the step ends with the decision as its outcome.
-            act["status"] = "cancelled"
-            tx.s["actions"][aid] = act
+            _close(tx, aid)
             tx.emit("action_cancelled", actionId=aid, step=act["step"], reason="confirmation declined")
             _finish(tx, aid, act["step"], choice, None, status="failed" if choice != "approved" else "succeeded")
     return tx.done()
@@ -349,7 +375,7 @@ def cancel(wf: Workflow, state: Mapping[str, Any], reason: str) -> Result:
     tx = _Tx(wf, state)
     for iid in list(tx.s["open"]):
         if iid in tx.s["actions"]:
-            tx.s["actions"][iid] = dict(tx.s["actions"][iid], status="cancelled")
+            _close(tx, iid)
             tx.emit("action_cancelled", actionId=iid, step=tx.s["open"][iid], reason=reason)
         if iid in tx.s["waits"]:
             tx.s["waits"][iid] = dict(tx.s["waits"][iid], status="cancelled")
@@ -438,7 +464,9 @@ def _live(state: Mapping[str, Any]) -> None:
 def _get_action(state: Mapping[str, Any], aid: str) -> Mapping[str, Any]:
     act = state["actions"].get(aid)
     if act is None:
-        raise RejectedError("unknown-action", f"run {state['runId']}: has no action {aid!r}")
+        raise RejectedError(
+            "unknown-action", f"run {state['runId']}: has no open action {aid!r} (it ended, or never existed)"
+        )
     return act  # type: ignore[no-any-return]
 
 
@@ -479,10 +507,9 @@ def _check_outcome(wf: Workflow, act: Mapping[str, Any], outcome: Outcome) -> No
 
 def _apply_outcome(tx: _Tx, aid: str, outcome: Outcome, token: str | None) -> None:
     act = tx.action(aid)
-    history = [
-        *act.get("history", ()),
-        {"attempt": act["attempt"], "token": token, "digest": outcome.digest, "status": outcome.status},
-    ]
+    token_digest = short_id(token) if token is not None else None
+    entry = {"attempt": act["attempt"], "tokenDigest": token_digest, "digest": outcome.digest, "status": outcome.status}
+    history = [*act.get("history", ()), entry]
     act.update(status=outcome.status, outcome=outcome.to_json(), history=history, leaseExpiresAt=None)
     tx.s["actions"][aid] = act
     tx.emit(
@@ -494,17 +521,26 @@ def _apply_outcome(tx: _Tx, aid: str, outcome: Outcome, token: str | None) -> No
         route=outcome.route,
         error=outcome.error,
         digest=outcome.digest,
+        tokenDigest=token_digest,
     )
     if outcome.status == "succeeded":
         if outcome.artifacts:
             tx.s["artifacts"].update(thaw(outcome.artifacts))
+        _close(tx, aid)
         _finish(tx, aid, act["step"], outcome.route or "succeeded", thaw(outcome.output))
     elif _edges(tx.wf, act["step"], "failed", "failed"):
+        _close(tx, aid)
         _finish(tx, aid, act["step"], "failed", None, status="failed")
     elif act["retry"] != "manual":
         _auto_retry(tx, aid)
     else:
         _step_checks(tx, act["step"])
+
+
+def _close(tx: _Tx, aid: str) -> None:
+    """An action that has ended leaves the state (its history is in the trajectory): states stay small."""
+    del tx.s["actions"][aid]
+    tx.s["retries"].pop(aid, None)
 
 
 def _to_unknown(tx: _Tx, aid: str, reason: str) -> None:

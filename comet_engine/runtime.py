@@ -71,6 +71,7 @@ _PRIORITY = (
 )
 DEFAULT_LEASE_SECONDS = 300.0
 _CONFLICT_RETRIES = 200
+_CACHE_SIZE = 256  # runs whose last committed state this runtime keeps to skip a load before a commit
 
 
 class ActionFailed(Exception):
@@ -145,6 +146,7 @@ class Runtime:
         self._by_id: dict[str, dict[str, Workflow]] = {}
         self._executors: dict[str, _Executor] = {}
         self._validators: dict[str, Callable[[Any], Iterable[str]]] = {}
+        self._cache: dict[str, StoredRun] = {}
 
     # --- registration ---------------------------------------------------------------------------------
 
@@ -244,8 +246,10 @@ class Runtime:
 
         def change(wf: Workflow, st: Mapping[str, Any]) -> machine.Result:
             self._check_output(wf, st, action_id, outcome)
+            # An action that ended is only in the trajectory: read it there (rare: a late resubmission).
+            past = self._past(run_id, action_id) if action_id not in st["actions"] else ()
             new, events, receipt = machine.record_outcome(
-                wf, st, action_id, attempt=attempt, token=token, outcome=outcome
+                wf, st, action_id, attempt=attempt, token=token, outcome=outcome, past=past
             )
             receipts.append(receipt)
             return new, events
@@ -468,6 +472,7 @@ class Runtime:
     ) -> RunState:
         state, events = machine.start(wf, run_id, input, skill_hash=skill_hash, parent=parent, depth=depth)
         stored = self.store.create(run_id, state, events)
+        self._remember(stored)
         self._after(stored)
         return self._view(stored)
 
@@ -482,19 +487,44 @@ class Runtime:
         return wf
 
     def _mutate(self, run_id: str, change: Mutation) -> StoredRun:
-        """Load, compute, compare-and-swap; on a lost race reload and recompute."""
-        for _ in range(_CONFLICT_RETRIES):
+        """Compute the change on the run and compare-and-swap it; on a lost race reload and recompute.
+
+        The state this runtime committed last is reused without a load: if another writer moved the run
+        since, the commit loses the race and the change is recomputed on a fresh load, so the result is
+        the same as loading first. A refusal or a no-op is only trusted when computed on a fresh load.
+        """
+        stored = self._cache.get(run_id)
+        fresh = stored is None
+        if stored is None:
             stored = self.store.load(run_id)
-            new, events = change(self._pinned(stored.state), stored.state)
+        for _ in range(_CONFLICT_RETRIES):
+            try:
+                new, events = change(self._pinned(stored.state), stored.state)
+            except RejectedError:
+                if fresh:
+                    raise
+                stored, fresh = self.store.load(run_id), True
+                continue
             if not events:
-                return stored
+                if fresh:
+                    self._remember(stored)
+                    return stored
+                stored, fresh = self.store.load(run_id), True
+                continue
             try:
                 committed = self.store.commit(run_id, stored.revision, new, events)
             except ConflictError:
+                stored, fresh = self.store.load(run_id), True
                 continue
+            self._remember(committed)
             self._after(committed)
             return committed
         raise ConflictError(run_id, stored.revision, None)
+
+    def _remember(self, stored: StoredRun) -> None:
+        if len(self._cache) >= _CACHE_SIZE:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[stored.run_id] = stored
 
     def _after(self, stored: StoredRun) -> None:
         """Tell a parent that its child ended (idempotent: a parent that knows already refuses quietly)."""
@@ -514,6 +544,9 @@ class Runtime:
     def _expire(self, run_id: str) -> StoredRun:
         now = self._clock()
         return self._mutate(run_id, lambda wf, st: machine.expire_leases(wf, st, now))
+
+    def _past(self, run_id: str, action_id: str) -> list[dict[str, Any]]:
+        return [e for e in self.store.events(run_id) if e.get("actionId") == action_id]
 
     def _check_output(self, wf: Workflow, state: Mapping[str, Any], action_id: str, outcome: Outcome) -> None:
         act = state["actions"].get(action_id)

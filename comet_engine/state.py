@@ -7,7 +7,7 @@ and what the core needs besides::
     schemaVersion      1
     definitionId / definitionVersion / definitionHash   the definition the run is pinned to
     input              the run's input object
-    actions            {actionId: action}   every action ever proposed (outcomes kept for idempotency)
+    actions            {actionId: action}   the open actions (an ended action's record is in the trajectory)
     waits              {waitId: wait}       approvals, evidence and confirmation waits
     open               {instanceId: stepId} step activations not yet ended (actions, waits, children)
     arrivals           {joinStepId: [parent, ...]} parents arrived at a join since it last fired
@@ -22,7 +22,11 @@ and what the core needs besides::
 ``iteration`` counts step activations; an action's id is the first 16 hex characters of
 ``sha256(runId:iteration:stepId)`` for the iteration it was proposed in, so a retry keeps its id (and
 its ``retries`` count) while a loop's next visit gets a new one. ``pending`` is the id of the first open
-action ("" when none), as in the seed.
+action ("" when none), as in the seed. ``retries`` counts the retries of each open action.
+
+Actions that end leave the state, so a state stays the size of its open work however long the run:
+their ``action_completed`` events (attempt, outcome digest, digest of the claim token) are enough to
+recognise a late resubmission of the same outcome.
 
 Statuses: run ``running | waiting | completed | failed | cancelled``; action
 ``pending | claimed | succeeded | failed | unknown | cancelled``; wait ``open | resolved | cancelled``.
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from comet_engine.canonical import digest, short_id
@@ -219,7 +224,7 @@ class RunState:
             outputs=data.get("outputs", {}),
             artifacts=data.get("artifacts", {}),
             error=data.get("error"),
-            raw=data,
+            raw=MappingProxyType(dict(data)),
         )
 
     def open_actions(self) -> list[Action]:
