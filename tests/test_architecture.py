@@ -30,6 +30,7 @@ PURE = [
     "scaffold/rubrics/safety.py",
     "scaffold/reports/summary.py",
     "scaffold/reports/analysis.py",
+    "scaffold/reports/svg.py",
     "scaffold/python/validation/core.py",
     "scaffold/agents/streams/__init__.py",
     "scaffold/agents/streams/claude.py",
