@@ -56,7 +56,7 @@ def test_record_contents(factory: TaskFactory, tmp_path: Path) -> None:
     assert data["config_hash"].startswith("sha256:") and data["config"]["task"]["content_hash"].startswith("sha256:")
     assert set(data["phases"]) == {"workspace_s", "agent_s", "validation_s", "scoring_s"}
     assert {d["name"] for d in data["dimensions"]} >= {"completion", "safety_boundary"}
-    assert data["trajectory"]["commands"] == ["bash .eval-solution/solve.sh"]
+    assert data["trajectory"]["commands"] == ["bash $COMET_SOLUTION_DIR/solve.sh"]
     assert (
         outcome.record_path == tmp_path / "logs" / "experiments" / "exp-1" / "trials" / "t-CONTROL-r2" / "record.json"
     )

@@ -21,22 +21,30 @@ class OracleAgent:
     install: InstallSpec | None = None
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
-        """Copy the solution in, run ``bash solve.sh`` from the workspace root, take the solution out.
+        """Run ``bash solve.sh`` from the workspace root with ``$COMET_SOLUTION_DIR`` set to its folder.
 
-        The solution folder is removed afterwards so validation sees only what the solution produced.
+        Where the workspace can read the task folder in place (local backend) the script runs from
+        there: copying it in and out again was a measurable part of the harness's per-trial overhead.
+        Elsewhere the solution is copied in and removed afterwards, so validation sees only what the
+        solution produced. Either way solve.sh reaches its files through ``$COMET_SOLUTION_DIR``.
         """
-        workspace.put(request.task.solution_dir, SOLUTION_DIR)
-        command = f"bash {SOLUTION_DIR}/solve.sh"
+        in_place = workspace.host_visible(request.task.solution_dir)
+        solution_dir = in_place or f"{workspace.root}/{SOLUTION_DIR}"
+        script = f"{in_place}/solve.sh" if in_place else f"{SOLUTION_DIR}/solve.sh"
+        command = "bash $COMET_SOLUTION_DIR/solve.sh"  # the same in every backend and on every machine
+        if not in_place:
+            workspace.put(request.task.solution_dir, SOLUTION_DIR)
         try:
             result = workspace.exec(
-                ["bash", f"{SOLUTION_DIR}/solve.sh"],
+                ["bash", script],
                 timeout=request.timeout_s,
-                env={"COMET_SOLUTION_DIR": f"{workspace.root}/{SOLUTION_DIR}"},
+                env={"COMET_SOLUTION_DIR": solution_dir},
                 stdout_path=request.log_dir / "agent.stdout.log",
                 stderr_path=request.log_dir / "agent.stderr.log",
             )
         finally:
-            workspace.remove(SOLUTION_DIR)
+            if not in_place:
+                workspace.remove(SOLUTION_DIR)
         errors: tuple[str, ...] = ()
         if result.timed_out:
             errors = (f"solve.sh timed out after {request.timeout_s:g}s",)

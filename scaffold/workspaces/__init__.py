@@ -35,6 +35,13 @@ class Workspace(Protocol):
     def python(self) -> str:
         """The Python interpreter that validation scripts run with."""
 
+    def host_visible(self, path: Path) -> str | None:
+        """Where commands in this workspace can read the host folder *path* in place, or None.
+
+        Lets the oracle run a task's solution without copying it in when the workspace shares the
+        host's file system (the local backend); a container cannot see host folders it has no mount of.
+        """
+
     def exec(
         self,
         argv: Sequence[str],

@@ -109,6 +109,9 @@ class DockerWorkspace:
     def python(self) -> str:
         return "python3"
 
+    def host_visible(self, path: Path) -> str | None:
+        return None  # the container mounts only the workspace; host folders are copied in
+
     @property
     def host_path(self) -> Path:
         """The host folder: the workspace itself (bind mode), or where it is copied when kept (copy mode)."""

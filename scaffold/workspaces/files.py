@@ -6,6 +6,7 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -19,16 +20,40 @@ class HostFiles:
 
     def __init__(self, path: Path) -> None:
         self._path = path
+        self._resolved: str | None = None
 
     @property
     def host_path(self) -> Path:
         return self._path
 
     def _inside(self, rel: str) -> Path:
-        target = (self._path / rel).resolve()
-        if not target.is_relative_to(self._path.resolve()):
+        """*rel* as a path inside the workspace; a path that leaves it (``..``, absolute, a symlink
+        pointing out) is a WorkspaceError.
+
+        Checks only the components below the root (lexically, then each existing one for a symlink)
+        instead of resolving the whole absolute path: this runs several times per trial and a full
+        ``resolve()`` costs a system call per component of the root's path as well.
+        """
+        if self._resolved is None:
+            self._resolved = os.path.realpath(self._path)
+        root = self._resolved
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        if rel.startswith("/") or ".." in parts:
+            return self._inside_slow(rel, parts, root)
+        current = root
+        for part in parts:  # str paths: pathlib objects cost more than the system calls here
+            current = os.path.join(current, part)  # noqa: PTH118
+            if os.path.islink(current):  # noqa: PTH114
+                return self._inside_slow(rel, parts, root)
+        return Path(current)
+
+    def _inside_slow(self, rel: str, parts: list[str], root: str) -> Path:
+        # Empty and "." components are dropped first: realpath mishandles "loop//x" after a symlink loop.
+        clean = ("/" if rel.startswith("/") else "") + "/".join(parts)
+        target = os.path.realpath(os.path.join(root, clean))  # noqa: PTH118
+        if target != root and not target.startswith(root + os.sep):
             raise WorkspaceError(f"{rel!r} points outside the workspace {self._path}")
-        return target
+        return Path(target)
 
     def put(self, source: Path, dest: str) -> None:
         target = self._inside(dest)

@@ -54,6 +54,9 @@ class LocalWorkspace(HostFiles):
     def python(self) -> str:
         return sys.executable
 
+    def host_visible(self, path: Path) -> str | None:
+        return str(path.resolve())
+
     def exec(
         self,
         argv: Sequence[str],
@@ -76,12 +79,16 @@ class LocalBackend:
     def __init__(self, workspace_root: Path) -> None:
         self._root = workspace_root
         self._shim: Path | None = None
+        # Folders above the workspaces (one per experiment): emptied folders are removed at close,
+        # not after every trial, where the next trial would only create the same folder again.
+        self._parents: set[Path] = set()
 
     def prepare(self, task: Task) -> None:
         """Nothing to build: the environment files are copied per trial."""
 
     def create(self, task: Task, trial_key: str) -> LocalWorkspace:
         path = self._root / trial_key
+        self._parents.add(path.parent)
         fresh_copy(task.environment_dir, path)
         workspace = LocalWorkspace(path)
         workspace.validation_pythonpath = str(self._validation_shim())
@@ -97,13 +104,16 @@ class LocalBackend:
 
     def destroy(self, workspace: object, *, keep: bool) -> None:
         assert isinstance(workspace, LocalWorkspace)
-        shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
-        if not keep:
+        if keep:
+            shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
+        else:
             shutil.rmtree(workspace.host_path, ignore_errors=True)
-            remove_empty_parents(workspace.host_path.parent, self._root)
 
     def close(self) -> None:
         if self._shim is not None:
             shutil.rmtree(self._shim, ignore_errors=True)
             self._shim = None
+        for parent in sorted(self._parents, key=lambda p: len(p.parts), reverse=True):
+            remove_empty_parents(parent, self._root)
+        self._parents.clear()
         remove_empty_parents(self._root, self._root.parent)

@@ -1,0 +1,74 @@
+"""HostFiles keeps every file operation inside its workspace folder, whatever path it is given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scaffold.errors import WorkspaceError
+from scaffold.workspaces.files import HostFiles
+
+COMPONENTS = ["a", "b", "..", ".", "", "in_link", "out_link", "missing"]
+
+
+def make_tree(base: Path) -> Path:
+    root = base / "ws"
+    (root / "a" / "b").mkdir(parents=True)
+    (base / "outside").mkdir()
+    (root / "in_link").symlink_to(root / "a")
+    (root / "a" / "out_link").symlink_to(base / "outside")
+    (root / "loop").symlink_to("loop")
+    return root
+
+
+def reference(root: Path, rel: str) -> Path | None:
+    """What the workspace must answer: the fully resolved target, or None when it leaves the root."""
+    target = Path(os.path.realpath(root / rel))
+    real_root = Path(os.path.realpath(root))
+    return target if target.is_relative_to(real_root) else None
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_tree(tmp_path_factory.mktemp("files"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(st.sampled_from(COMPONENTS), max_size=6), absolute=st.booleans())
+def test_inside_agrees_with_full_resolution(tree: Path, parts: list[str], absolute: bool) -> None:
+    rel = ("/" if absolute else "") + "/".join(parts)
+    expected = reference(tree, rel)
+    files = HostFiles(tree)
+    if expected is None:
+        with pytest.raises(WorkspaceError, match="points outside the workspace"):
+            files._inside(rel)
+    else:
+        assert Path(os.path.realpath(files._inside(rel))) == expected
+
+
+def test_operations_refuse_escapes(tmp_path: Path) -> None:
+    root = make_tree(tmp_path)
+    files = HostFiles(root)
+    for rel in ("../outside/x", "a/out_link/x", "/etc/passwd", "in_link/../../outside"):
+        with pytest.raises(WorkspaceError):
+            files.write_text(rel, "no")
+    assert not (tmp_path / "outside" / "x").exists()
+    files.write_text("in_link/b/ok.txt", "yes")
+    assert (root / "a" / "b" / "ok.txt").read_text() == "yes"
+    assert files.read_text("a/b/ok.txt") == "yes"
+
+
+@settings(max_examples=200, deadline=None)
+@given(parts=st.lists(st.sampled_from([*COMPONENTS, "loop"]), min_size=1, max_size=6))
+def test_symlink_loops_never_crash_or_escape(tree: Path, parts: list[str]) -> None:
+    """realpath gives up at a loop (what it returns then is not a resolution): still inside or refused."""
+    rel = "/".join(parts)
+    try:
+        target = HostFiles(tree)._inside(rel)
+    except WorkspaceError:
+        return
+    assert str(target).startswith(os.path.realpath(tree) + os.sep) or str(target) == os.path.realpath(tree)
