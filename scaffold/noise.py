@@ -75,7 +75,10 @@ _TEXT_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ),
     (
         "network_failed",
-        re.compile(r"(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|unable to connect to api|connection refused"),
+        re.compile(
+            r"(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|unable to connect to api|connection refused"
+            r"|NetworkAttemptError|network attempt failed"  # Qoder's CLI, when its service is unreachable
+        ),
     ),
     ("api_timeout", re.compile(r"(?i)ETIMEDOUT|request timed out|APITimeoutError|\b504 gateway")),
     (

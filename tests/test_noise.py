@@ -131,6 +131,11 @@ def test_exit_codes_the_agent_cannot_cause_are_container_failures(code: int) -> 
         ("exited with code 1: Error: 429 Too Many Requests", "rate_limited"),
         ("exited with code 1: 401 Unauthorized: invalid x-api-key", "auth_failed"),
         ("exited with code 1: connect ECONNREFUSED 10.0.0.1:443", "network_failed"),
+        (
+            "exited with code 1: An unexpected critical error occurred:NetworkAttemptError: Network attempt failed"
+            " at dns",  # qodercli 1.1.52 without a route to its service
+            "network_failed",
+        ),
         ("exited with code 1: APITimeoutError: Request timed out.", "api_timeout"),
         ("exited with code 125: Cannot connect to the Docker daemon at unix:///x", "container_failure"),
     ],

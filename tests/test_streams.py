@@ -446,3 +446,26 @@ def test_real_codex_capture_parses() -> None:
     assert t.commands
     assert t.turns is None
     assert t.cost_usd is None
+
+
+@pytest.mark.parametrize(
+    ("stderr", "line"),
+    [
+        (
+            "An unexpected critical error occurred:NetworkAttemptError: Network attempt failed at dns\n"
+            "    at r3A.execute (file:///q/qodercli.js:2:3371084)\n"
+            "    at async k6A.initAuth (file:///q/qodercli.js:2:18784782)\n",
+            "An unexpected critical error occurred:NetworkAttemptError: Network attempt failed at dns",
+        ),
+        (
+            'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n    f()\nValueError: boom\n',
+            "ValueError: boom",
+        ),
+        ("error: unknown option '--verbose'\n", "error: unknown option '--verbose'"),
+        ("", ""),
+    ],
+)
+def test_the_error_line_of_a_cli_stderr_skips_stack_frames(stderr: str, line: str) -> None:
+    from scaffold.agents.cli import _error_line
+
+    assert _error_line(stderr) == line

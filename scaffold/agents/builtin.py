@@ -34,9 +34,12 @@ _QUIET_CLAUDE = {
 }
 
 
-def _claude_like(flag_skip: str) -> Callable[[Invocation], list[str]]:
+def _claude_like(flag_skip: str, *, verbose: bool = True) -> Callable[[Invocation], list[str]]:
+    """Claude Code's print-mode shape. Claude Code needs ``--verbose`` for stream-json in print mode;
+    Qoder's CLI has no such option and refuses to start when given one (seen with qodercli 1.1.52)."""
+
     def argv(inv: Invocation) -> list[str]:
-        out = ["-p", inv.prompt, "--output-format", "stream-json", "--verbose", flag_skip]
+        out = ["-p", inv.prompt, "--output-format", "stream-json", *(["--verbose"] if verbose else []), flag_skip]
         if inv.model:
             out += ["--model", inv.model]
         if inv.session_id:
@@ -118,7 +121,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
                 required_any=("QODER_PERSONAL_ACCESS_TOKEN",),
                 aliases={"QODER_PERSONAL_ACCESS_TOKEN": ("BENCH_API_KEY",)},
             ),
-            argv=_claude_like("--dangerously-skip-permissions"),
+            argv=_claude_like("--dangerously-skip-permissions", verbose=False),
             parse=lambda lines: parse_claude_stream(lines, agent="qoder"),
             model_env=("QODER_MODEL", "BENCH_MODEL"),
             base_url_env=("QODER_BASE_URL",),

@@ -7,6 +7,7 @@ wrote (raw stream, stderr) before anything is parsed or recorded.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -134,8 +135,8 @@ class CliAgent:
         if result.timed_out:
             errors.append(f"agent timed out after {timeout_s:g}s")
         elif result.exit_code not in (0, None):
-            tail = self.redactor.text(result.stderr(600)).strip().splitlines()
-            errors.append(f"exited with code {result.exit_code}" + (f": {tail[-1]}" if tail else ""))
+            line = _error_line(self.redactor.text(result.stderr(4000)))
+            errors.append(f"exited with code {result.exit_code}" + (f": {line}" if line else ""))
         return replace(
             trajectory,
             exit_code=result.exit_code,
@@ -189,3 +190,16 @@ def _reachable(url: str | None, workspace: Workspace) -> str | None:
         return url
     netloc = host + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+_STACK_FRAME = re.compile(r"^\s*(?:at\s|File \"|Traceback \(|\^+$|~+$|\.\.\.)")
+
+
+def _error_line(stderr: str) -> str:
+    """The line of a CLI's stderr that says what went wrong: the last line that is not part of a stack
+    trace (a Node.js error prints its message first and frames after it; Python prints it last)."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if not _STACK_FRAME.match(line):
+            return line[:300]
+    return lines[-1][:300] if lines else ""
