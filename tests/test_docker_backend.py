@@ -435,11 +435,15 @@ def test_a_container_that_disappears_is_a_workspace_error(
     workspace = backend.create(load_task(factory.task("vanish")), "exp-v/vanish")
     try:
         container = workspace.container
-        threading.Timer(1.0, lambda: container.remove(force=True)).start()
+        remover = threading.Timer(1.0, lambda: container.remove(force=True))
+        remover.start()
         with pytest.raises(WorkspaceError, match="in the container of"):
             run(workspace, ["sleep", "30"], tmp_path)
     finally:
         backend.destroy(workspace, keep=False)
+    # The harness sees the container go as soon as it stops; the engine may still be removing it (seen as
+    # status "removing" under load), and that removal is this test's, not the backend's: wait for it.
+    remover.join()
     backend.drain()
     assert ours(backend._client, session=backend.session.id) == []  # and no replacement was started
 
