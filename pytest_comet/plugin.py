@@ -344,6 +344,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
             network=agent.needs_network,
             network_scope="host" if getattr(agent, "endpoint_on_this_machine", False) else "internet",
             agent_install=agent.install,
+            egress=getattr(agent, "egress_endpoints", ()),
         )
     except CometError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -89,6 +89,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
             model_env=("BENCH_CC_MODEL", "ANTHROPIC_MODEL", "BENCH_MODEL"),
             base_url_env=("ANTHROPIC_BASE_URL", "BENCH_BASE_URL"),
             fixed_env=_QUIET_CLAUDE,
+            default_endpoints=("api.anthropic.com:443",),
         )
     if name == "codex":
         return CliAgentSpec(
@@ -106,6 +107,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
             model_env=("CODEX_MODEL", "OPENAI_MODEL", "BENCH_MODEL"),
             base_url_env=("OPENAI_BASE_URL", "CODEX_BASE_URL", "BENCH_BASE_URL"),
             home_env=_codex_home,
+            default_endpoints=("api.openai.com:443",),
         )
     if name == "qoder":
         # Qoder authenticates and picks its service address its own way (no BENCH_BASE_URL mapping).

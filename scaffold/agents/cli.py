@@ -20,6 +20,7 @@ from scaffold.agents.credentials import CredentialSpec, Redactor, resolve_creden
 from scaffold.agents.install import InstallSpec
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces import Workspace
+from scaffold.workspaces.egress import endpoint_of
 
 __all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
 
@@ -55,6 +56,9 @@ class CliAgentSpec:
     home_env: Callable[[str], dict[str, str]] = lambda home: {"HOME": home}
     version_argv: tuple[str, ...] = ("--version",)
     supports_resume: bool = True
+    default_endpoints: tuple[str, ...] = ()
+    """``host:port`` the CLI talks to when no base URL is set (its provider's API); empty when unknown,
+    and then a container gets open egress instead of the egress proxy."""
 
 
 class CliAgent:
@@ -81,6 +85,11 @@ class CliAgent:
         self.base_url = base_url or next((env[k] for k in spec.base_url_env if env.get(k)), None)
         self.redactor = Redactor(self._env[k] for k in spec.credentials.secrets if k in self._env)
         self._version: str | None = None
+
+    @property
+    def egress_endpoints(self) -> tuple[str, ...]:
+        """Where the agent's container may connect: its base URL's ``host:port``, else the CLI's default."""
+        return (endpoint_of(self.base_url),) if self.base_url else self.spec.default_endpoints
 
     @property
     def endpoint_on_this_machine(self) -> bool:

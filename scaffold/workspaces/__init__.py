@@ -95,10 +95,12 @@ def create_backend(
     network: bool = False,
     network_scope: Literal["host", "internet"] = "internet",
     agent_install: InstallSpec | None = None,
+    egress: Sequence[str] = (),
 ) -> Backend:
     """The backend *name*. ``docker`` only: *network* gives the agent's container a network to reach its
     model endpoint (otherwise none): *network_scope* ``host`` reaches this machine only (an endpoint served
-    here), ``internet`` the default bridge; *agent_install* is the agent CLI to mount into it."""
+    here), ``internet`` an endpoint elsewhere: only the *egress* ``host:port`` endpoints when given
+    (through a proxy), else the default bridge; *agent_install* is the agent CLI to mount into it."""
     if name == "local":
         from scaffold.workspaces.local import LocalBackend
 
@@ -106,5 +108,7 @@ def create_backend(
     if name == "docker":
         from scaffold.workspaces.docker import DockerBackend
 
-        return DockerBackend(workspace_root, network=network, network_scope=network_scope, agent_install=agent_install)
+        return DockerBackend(
+            workspace_root, network=network, network_scope=network_scope, agent_install=agent_install, egress=egress
+        )
     raise SelectionError(f"--backend={name}: unknown backend; known: {', '.join(known_backends())}")

@@ -68,6 +68,7 @@ from scaffold.workspaces.docker_sessions import (
     remove_volume,
     sweep,
 )
+from scaffold.workspaces.egress import EgressProxy, Refusal
 from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 
 if TYPE_CHECKING:
@@ -232,15 +233,27 @@ def _direct(api: Any) -> Any:
 
 
 HOST_ONLY_NETWORK = "comet-eval-host-only"
+EGRESS_ENV = "COMET_DOCKER_EGRESS"
+
+
+def egress_mode() -> Literal["proxy", "open"]:
+    """``COMET_DOCKER_EGRESS``: ``proxy`` (default) lets an agent reach only its model endpoint, through
+    the egress proxy; ``open`` gives it the engine's default bridge (for a remote engine, where this
+    machine cannot serve a proxy on the engine's network)."""
+    value = os.environ.get(EGRESS_ENV, "proxy").strip().lower() or "proxy"
+    if value not in ("proxy", "open"):
+        raise WorkspaceError(f"{EGRESS_ENV}={value!r}: use proxy (only the model endpoint) or open (any host)")
+    return "proxy" if value == "proxy" else "open"
 
 
 class DockerBackend:
     """Workspaces in Docker containers. *network*: the agent's container gets a network (to reach a model
     endpoint); otherwise, and always for validation, it has no network at all. *network_scope* ``host``
     puts it on an internal network whose only reachable peer is this machine (its gateway), for a model
-    endpoint served here; ``internet`` uses the default bridge, for a remote provider (limiting egress to
-    one remote host would need a proxy). *copy*: force copy mode (True) or bind mode (False); None reads
-    ``COMET_DOCKER_COPY``, else asks the engine."""
+    endpoint served here; ``internet`` is for a provider elsewhere: with *egress* (its ``host:port``
+    endpoints) the container goes on that internal network too and reaches those endpoints through the
+    egress proxy only (scaffold.workspaces.egress); without, it gets the default bridge. *copy*: force
+    copy mode (True) or bind mode (False); None reads ``COMET_DOCKER_COPY``, else asks the engine."""
 
     name = "docker"
 
@@ -255,11 +268,18 @@ class DockerBackend:
         build_timeout: float = DEFAULT_BUILD_TIMEOUT_S,
         agent_cache: Path | None = None,
         copy: bool | None = None,
+        egress: Sequence[str] = (),
     ) -> None:
         self._root = workspace_root
         self.network = network
-        self.network_name = HOST_ONLY_NETWORK if network_scope == "host" else "bridge"
-        self._network_ready = network_scope != "host"
+        # An endpoint elsewhere with a known address: the host-only network plus the egress proxy, so
+        # the container reaches that endpoint and nothing else. Unknown endpoints (or
+        # COMET_DOCKER_EGRESS=open) get the default bridge.
+        self.egress: tuple[str, ...] = tuple(egress) if network_scope == "internet" and egress_mode() == "proxy" else ()
+        host_only = network_scope == "host" or bool(self.egress)
+        self.network_name = HOST_ONLY_NETWORK if host_only else "bridge"
+        self._network_ready = not host_only
+        self._proxy: EgressProxy | None = None
         self._agent_install = agent_install
         self._agent_cache = agent_cache
         self.base_image = base_image
@@ -441,6 +461,11 @@ class DockerBackend:
             else:
                 mounts.append(Mount(agent.target, str(agent.host), type="bind", read_only=True))
             env["PATH"] = ":".join([*agent.bin_dirs, image.path])
+        if network and self.egress:
+            proxy = self._egress_proxy()
+            for key in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+                env[key] = proxy
+            env["NO_PROXY"] = env["no_proxy"] = "localhost,127.0.0.1"
         name = self._name(workspace, phase)
         api = self._api
         try:
@@ -507,6 +532,23 @@ class DockerBackend:
                         raise WorkspaceError(f"cannot create the network {self.network_name}: {exc}") from exc
             self._network_ready = True
         return self.network_name
+
+    def _egress_proxy(self) -> str:
+        """The proxy's URL as containers see it, started on the host-only network's gateway address
+        (this machine's side of that network) on first use."""
+        if self._proxy is None:
+            network = self._client.networks.get(self._network())
+            configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+            gateway = next((c.get("Gateway") for c in configs if c.get("Gateway")), None)
+            if not gateway:
+                raise WorkspaceError(f"the network {self.network_name} has no gateway address for the egress proxy")
+            self._proxy = EgressProxy(self.egress, host=gateway).start()
+        return self._proxy.url
+
+    @property
+    def egress_refusals(self) -> list[Refusal]:
+        """Connections the egress proxy refused so far (targets other than the model endpoint)."""
+        return list(self._proxy.refusals) if self._proxy else []
 
     def _gateway_of(self, workspace: DockerWorkspace) -> str | None:
         """The agent network's gateway (this machine), the same for every container: inspected once."""
@@ -642,6 +684,9 @@ class DockerBackend:
             sweep(self._client, session=self.session.id)
             sweep(self._client)
         finally:
+            if self._proxy is not None:
+                self._proxy.close()
+                self._proxy = None
             self._workspaces.clear()
             remove_empty_parents(self._root, self._root.parent)
             if self._stream_client is not None:
