@@ -3,7 +3,14 @@ reporting, session end.
 
 Collection (``pytest_generate_tests``) only reads task and treatment files and is deterministic, so
 every pytest-xdist worker builds the same items; trials run in fixtures; each trial writes its record;
-the controller alone (no ``workerinput``) reads the records and writes ``summary.md``.
+the controller alone (no ``workerinput``) reads the records, writes the reports (summary.md,
+comparison_report.md, results.jsonl, report.html) and checks the ``--gate`` expressions.
+
+Exit status. Without ``--gate``: pytest's own, except that trials of the baseline (``--baseline``,
+default CONTROL) are observed, not tested: a baseline trial that does not pass is reported as xfail.
+With ``--gate``: the gates answer. The session fails when a gate fails (or cannot be evaluated), or an
+item could not run at all (an invalid task); failed trials still show as failed tests, so ``--lf``
+works, but they do not decide the exit status on their own.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ if TYPE_CHECKING:
     from scaffold.agents import Agent
     from scaffold.cases import Broken, Case
     from scaffold.experiment import Experiment
+    from scaffold.reports.config import ReportOutputs
+    from scaffold.reports.gates import Gate, GateResult
     from scaffold.tasks import TaskCatalog
     from scaffold.treatments import TreatmentCatalog
     from scaffold.trial import KeepPolicy, Runner, Settings
@@ -130,6 +139,27 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="where trial workspaces are made (default: $TMPDIR/comet-eval)",
     )
     group.addoption(
+        "--baseline",
+        default="CONTROL",
+        metavar="NAME",
+        help="treatment the reports compare against; its failing trials do not fail a session without --gate",
+    )
+    group.addoption(
+        "--gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="quality gate deciding the exit status, e.g. 'SKILL not worse than CONTROL', 'pass@1 of SKILL >= 0.8'",
+    )
+    group.addoption("--html", action="store_true", default=False, help="also write report.html")
+    group.addoption(
+        "--report-config",
+        default=None,
+        metavar="FILE",
+        help='report outputs as JSON, {"report_outputs": {"markdown": true, "html": true}} '
+        "(default: $COMET_EVAL_REPORT_CONFIG)",
+    )
+    group.addoption(
         "--keep-workspaces",
         default="failed",
         choices=("failed", "all", "none"),
@@ -164,6 +194,8 @@ class _State:
     verdicts: Counter[str] = field(default_factory=Counter)
     resumed: int = 0
     usage_error: pytest.UsageError | None = None
+    gates: tuple[Gate, ...] | None = None
+    outputs: ReportOutputs | None = None
     _agent: Agent | None = None
 
     def option(self, name: str) -> Any:
@@ -248,6 +280,24 @@ class _State:
                 raise pytest.UsageError(str(exc)) from None
         return self._agent
 
+    def report_settings(self) -> tuple[tuple[Gate, ...], ReportOutputs]:
+        """Gates and report outputs, parsed once; a bad expression or config file is a usage error."""
+        from scaffold.reports.config import resolve_outputs
+        from scaffold.reports.gates import parse_gate
+
+        if self.gates is None or self.outputs is None:
+            config_file = self.option("report_config")
+            try:
+                self.gates = tuple(parse_gate(expression) for expression in self.option("gate"))
+                self.outputs = resolve_outputs(
+                    html=bool(self.option("html")),
+                    config_file=Path(config_file) if config_file else None,
+                    environ=os.environ,
+                )
+            except CometError as exc:
+                raise pytest.UsageError(str(exc)) from None
+        return self.gates, self.outputs
+
     def settings(self) -> Settings:
         from scaffold.trial import Settings
 
@@ -319,6 +369,7 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     if state.usage_error is not None:
         raise state.usage_error
     state.agent()  # unknown agents and missing credentials fail here, before any workspace exists
+    state.report_settings()  # so do bad --gate expressions and report configurations
 
 
 # --- fixtures -----------------------------------------------------------------------------------------
@@ -388,18 +439,24 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
             ("comet_record", str(outcome.record_path)),
         ]
     )
-    return Trial(comet_case, outcome)
+    gates, _ = _state(request.config).report_settings()
+    observational = comet_case.treatment == request.config.getoption("baseline") and not gates
+    return Trial(comet_case, outcome, observational=observational)
 
 
 # --- reporting ----------------------------------------------------------------------------------------
 
 
 class _Reporter:
-    """Controller-side: counts verdicts as reports arrive (from every worker) and writes the summary."""
+    """Controller-side: counts verdicts as reports arrive (from every worker), writes the reports at
+    session end and answers the gates with the exit status."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.summary: Path | None = None
+        self.paths: tuple[Path, ...] = ()
+        self.verdicts: list[str] = []
+        self.gate_results: tuple[GateResult, ...] = ()
+        self.report_error = ""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -410,16 +467,45 @@ class _Reporter:
             state.verdicts[str(props["comet_verdict"])] += 1
             state.resumed += bool(props.get("comet_resumed"))
 
+    @pytest.hookimpl(trylast=True)  # after other plugins have settled session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.config.stash.get(_STATE, None)
         if state is None or not state.verdicts or self.config.option.collectonly:
             return
-
-        from scaffold.reports.summary import write_summary
+        from scaffold.reports.gates import evaluate_gates
+        from scaffold.reports.load import load_experiments
+        from scaffold.reports.write import write_reports
 
         experiment = state.get_experiment()
-        if experiment.trials_dir.is_dir():
-            self.summary = write_summary(experiment)
+        if not experiment.trials_dir.is_dir():
+            return
+        gates, outputs = state.report_settings()
+        try:
+            loaded = load_experiments([experiment.root], link_base=experiment.root)
+            written = write_reports(
+                experiment.root,
+                loaded.records,
+                title=experiment.id,
+                baseline=self.config.getoption("baseline"),
+                problems=loaded.problems,
+                files=loaded.files,
+                outputs=outputs,
+            )
+        except CometError as exc:
+            # Reports are not worth a traceback that hides the test results; say why they are missing.
+            self.report_error = str(exc)
+            if gates and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.paths = written.paths
+        self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.label}" for v in written.analysis.verdicts]
+        if not gates:
+            return
+        self.gate_results = evaluate_gates(gates, written.analysis)
+        # The gates answer only for sessions that ran; usage errors and interruptions keep their status.
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = self.config.stash.get(_STATE, None)
@@ -430,5 +516,16 @@ class _Reporter:
         terminalreporter.section("comet-eval")
         terminalreporter.write_line(f"trials: {counts}{resumed}")
         terminalreporter.write_line(f"experiment: {state.get_experiment().root}")
-        if self.summary:
-            terminalreporter.write_line(f"summary: {self.summary}")
+        for line in self.verdicts:
+            terminalreporter.write_line(f"verdict: {line}")
+        for path in self.paths:
+            terminalreporter.write_line(f"{path.stem.replace('_', ' ')}: {path}")
+        if self.report_error:
+            terminalreporter.write_line(f"reports not written: {self.report_error}", red=True)
+        for result in self.gate_results:
+            mark = "PASS" if result.passed else "FAIL"
+            terminalreporter.write_line(
+                f"gate {mark}: {result.gate.expression}: {result.message}", green=result.passed, red=not result.passed
+            )
+        if state.verdicts["invalid"] and self.gate_results:
+            terminalreporter.write_line("session fails: some items could not run (invalid tasks)", red=True)

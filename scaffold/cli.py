@@ -6,8 +6,9 @@
     comet trajectory --agent NAME FILE... [--json]
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
     comet images build-base [--tag TAG] [--mirror URL] [--force]
+    comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
 
-Exit codes: 0 fine, 1 problems found, 2 usage error.
+Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error.
 """
 
 from __future__ import annotations
@@ -100,6 +101,29 @@ def _parser() -> argparse.ArgumentParser:
     base.add_argument("--mirror", default=None, help="Debian mirror URL (default: the one apt uses)")
     base.add_argument("--force", action="store_true", help="rebuild even when the tag exists")
     base.set_defaults(func=_images_build_base)
+
+    report = commands.add_parser(
+        "report",
+        help="write the reports of one or more experiment directories (merging CI shards) and check gates",
+        description="Merge the trial records of every EXPERIMENT_DIR and write summary.md, "
+        "comparison_report.md, results.jsonl and (with --html) report.html. Exit status: 0 when every "
+        "--gate passes, 1 when one fails, 2 on a usage error (bad gate, unmergeable shards, no records).",
+    )
+    report.add_argument("dirs", nargs="+", type=Path, metavar="EXPERIMENT_DIR", help="experiment directories")
+    report.add_argument(
+        "--out", type=Path, default=None, help="folder for the reports (default: the experiment directory, if one)"
+    )
+    report.add_argument("--baseline", default="CONTROL", metavar="NAME", help="treatment to compare against")
+    report.add_argument("--html", action="store_true", help="also write report.html")
+    report.add_argument("--report-config", type=Path, default=None, metavar="FILE", help="report outputs (JSON)")
+    report.add_argument(
+        "--gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; README: gates)",
+    )
+    report.set_defaults(func=_report)
     return parser
 
 
@@ -228,6 +252,51 @@ def _images_build_base(args: argparse.Namespace) -> int:
     verb = "built" if image.built else "already present, reused"
     print(f"{image.tag} {verb} ({image.image_id[:19]}, {image.duration_s:.0f} s)")
     return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    import os
+
+    from scaffold.errors import ReportError
+    from scaffold.reports.config import resolve_outputs
+    from scaffold.reports.gates import evaluate_gates, parse_gate
+    from scaffold.reports.load import load_experiments
+    from scaffold.reports.write import write_reports
+
+    gates = [parse_gate(expression) for expression in args.gate]  # parse errors before any work
+    outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=os.environ)
+    dirs: list[Path] = args.dirs
+    if args.out is None and len(dirs) > 1:
+        raise ReportError("several experiment directories are merged: say where the reports go with --out DIR")
+    out: Path = args.out if args.out is not None else dirs[0]
+    loaded = load_experiments(dirs, link_base=out)
+    if not loaded.records:
+        raise ReportError(
+            f"no readable trial records in {', '.join(str(d) for d in dirs)}"
+            + (f" ({len(loaded.problems)} unreadable: {loaded.problems[0]})" if loaded.problems else "")
+        )
+    title = ", ".join(sorted({r.experiment_id for r in loaded.records}))
+    written = write_reports(
+        out,
+        loaded.records,
+        title=title,
+        baseline=args.baseline,
+        problems=loaded.problems,
+        files=loaded.files,
+        outputs=outputs,
+    )
+    analysis = written.analysis
+    print(f"{len(loaded.records)} trial(s) of {len(analysis.tasks)} task(s) from {len(loaded.dirs)} directory(ies)")
+    for note in analysis.notes:
+        print(f"note: {note}")
+    for verdict in analysis.verdicts:
+        print(f"{verdict.treatment} vs {verdict.baseline}: {verdict.label}")
+    for path in written.paths:
+        print(f"wrote {path}")
+    results = evaluate_gates(gates, analysis)
+    for result in results:
+        print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}")
+    return 0 if all(r.passed for r in results) else 1
 
 
 def _na(value: object) -> str:

@@ -8,7 +8,9 @@ CometError
 ├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
 ├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
-└── RecordError (ValueError)      a trial record is unreadable or of another schema
+├── RecordError (ValueError)      a trial record is unreadable or of another schema
+├── ReportError (ValueError)      no records, shards that must not be merged, a bad report setting
+└── GateError (ValueError)        a --gate expression that does not parse
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pathlib import Path
 __all__ = [
     "AgentError",
     "CometError",
+    "GateError",
     "LoadError",
     "Problem",
     "ProfileError",
     "RecordError",
+    "ReportError",
     "SelectionError",
     "TaskError",
     "TreatmentError",
@@ -87,3 +91,11 @@ class AgentError(CometError, RuntimeError):
 
 class RecordError(CometError, ValueError):
     """A trial record that cannot be read."""
+
+
+class ReportError(CometError, ValueError):
+    """Reports cannot be made: no records, shards that must not be merged, or a bad report setting."""
+
+
+class GateError(CometError, ValueError):
+    """A ``--gate`` expression that does not parse."""

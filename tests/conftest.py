@@ -12,6 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
+# In-process pytester runs restore sys.modules afterwards, and numpy (imported by the reports that the
+# plugin writes at session end) refuses to be imported twice in one process: import it before any
+# pytester snapshot is taken.
+import scaffold.reports.write  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parent.parent

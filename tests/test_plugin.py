@@ -113,7 +113,8 @@ class TestRuns:
 
     def test_failures_explain_themselves(self, pytester: pytest.Pytester, two_tasks: TaskFactory) -> None:
         two_tasks.task("wrong", solve="echo nope > out.txt\n")
-        result = run(pytester, "--task=wrong", "--keep-workspaces=failed")
+        # CONTROL is a tested treatment here, not the observed baseline (whose failures would be xfail).
+        result = run(pytester, "--task=wrong", "--keep-workspaces=failed", "--baseline=SKILL_HELPER")
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(
             [
@@ -127,9 +128,9 @@ class TestRuns:
     def test_k_x_lf_and_junitxml(self, pytester: pytest.Pytester, two_tasks: TaskFactory) -> None:
         two_tasks.task("wrong", solve="echo nope > out.txt\n")
         run(pytester, "-k", "beta").assert_outcomes(passed=1)
-        stopped = run(pytester, "-x", "--task=wrong,beta", "--count=2")
+        stopped = run(pytester, "-x", "--task=wrong,beta", "--count=2", "--baseline=SKILL_HELPER")
         stopped.assert_outcomes(passed=2, failed=1)  # beta r1, r2, then wrong r1 stops the run
-        again = run(pytester, "--lf", "--task=wrong,beta", "--count=2")
+        again = run(pytester, "--lf", "--task=wrong,beta", "--count=2", "--baseline=SKILL_HELPER")
         again.assert_outcomes(failed=1)
         assert ids(run(pytester, "--lf", "--collect-only", "-q", "--task=wrong,beta", "--count=2")) == [
             "wrong-CONTROL-r1"
@@ -180,7 +181,7 @@ def test_usage_error_without_tasks(pytester: pytest.Pytester) -> None:
 
 
 def test_nop_agent_fails_and_unknown_agent_is_named(pytester: pytest.Pytester, two_tasks: TaskFactory) -> None:
-    run(pytester, "--task=beta", "--agent=nop").assert_outcomes(failed=1)
+    run(pytester, "--task=beta", "--agent=nop", "--baseline=SKILL_HELPER").assert_outcomes(failed=1)
     bad = run(pytester, "--task=beta", "--agent=gpt-9")
     bad.stderr.fnmatch_lines(
         ["*--agent=gpt-9: unknown agent; known: claude-code, codebuddy, codex, nop, oracle, qoder*"]

@@ -59,6 +59,7 @@ __all__ = [
     "EXCLUDED_SHARE_LIMIT",
     "INCONCLUSIVE",
     "INSUFFICIENT",
+    "JUDGE_SOURCE",
     "MIN_TASKS",
     "Analysis",
     "Cell",
@@ -77,6 +78,7 @@ __all__ = [
     "TrialLink",
     "Verdict",
     "build_analysis",
+    "label_of",
     "noise_of",
 ]
 
@@ -92,7 +94,7 @@ INCONCLUSIVE: Final = "Inconclusive due to data quality"
 MIN_TASKS: Final = 3  # paired tasks below which no comparison is attempted (stats.compare_treatments)
 # More than half of a side's trials lost to noise: whatever survives is not a fair sample of the tasks.
 EXCLUDED_SHARE_LIMIT: Final = 0.5
-JUDGE_SOURCE: Final = "judge"
+JUDGE_SOURCE: Final = "judge"  # a record dimension with "source": "judge" is an LLM-judge score
 _EXAMPLES: Final = 5
 _DIMENSION_DRAWS: Final = 2_000
 
@@ -643,7 +645,9 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, task: str) -
     # The hottest loop at 100,000 trials (several dimensions each): plain sums, no objects per score.
     for position, dim in enumerate(record.dimensions):
         name = str(dim.get("name", ""))
-        score = _finite(dim.get("score"))
+        score = dim.get("score")
+        if type(score) is not float or not math.isfinite(score):
+            score = _finite(score)
         if dim.get("source") == JUDGE_SOURCE:
             acc.judge_names.setdefault(name)
             if score is not None:
@@ -800,7 +804,8 @@ def _cell(acc: _Acc, key: tuple[str, str], summary: TaskSummary | None, plan: KP
     )
 
 
-def _label(comparison: PairedComparison | Insufficient, alpha: float) -> Label:
+def label_of(comparison: PairedComparison | Insufficient, alpha: float) -> Label:
+    """The label of one paired comparison alone (without the data-quality rules of a verdict)."""
     if isinstance(comparison, Insufficient):
         return INSUFFICIENT
     # Both the test and the interval must exclude "no difference"; near the boundary they can disagree,
@@ -849,10 +854,10 @@ def _verdict(
         )
     pass_rate = _compare(sets.analysis, baseline, treatment, "pass_rate")
     score = _compare(sets.analysis, baseline, treatment, "mean_score")
-    label = _label(pass_rate, alpha)
+    label = label_of(pass_rate, alpha)
     noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
-    raw_label = _label(_compare(sets.raw, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    strict_label = _label(_compare(sets.strict, baseline, treatment, "pass_rate"), alpha) if noisy else label
+    raw_label = label_of(_compare(sets.raw, baseline, treatment, "pass_rate"), alpha) if noisy else label
+    strict_label = label_of(_compare(sets.strict, baseline, treatment, "pass_rate"), alpha) if noisy else label
     power = tasks_needed(pass_rate.sd, effect, alpha) if isinstance(pass_rate, PairedComparison) else None
     lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
     worst = max(lost, key=lambda t: (lost[t], t))

@@ -7,20 +7,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
-from typing import Any
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from scaffold.experiment import Experiment
-from scaffold.noise import classify
 from scaffold.records import TrialRecord, read_records
+from scaffold.reports.analysis import Analysis, build_analysis, noise_of
+from scaffold.reports.comparison import ROW_LIMIT
+from scaffold.reports.markdown import render
 
 __all__ = ["Group", "aggregate", "noise_of", "render_summary", "write_summary"]
-
-
-def noise_of(record: TrialRecord) -> dict[str, Any]:
-    """The record's noise verdict; records written before classification existed are classified now."""
-    return dict(record.noise) if record.noise else classify(record).to_dict()
 
 
 @dataclass
@@ -94,42 +88,34 @@ def aggregate(records: Sequence[TrialRecord]) -> Aggregate:
     )
 
 
-def _fmt(value: float | None, spec: str = ".2f") -> str:
-    return "N/A" if value is None else format(value, spec)
+def render_summary(
+    experiment_id: str,
+    records: Sequence[TrialRecord],
+    problems: Sequence[str] = (),
+    analysis: Analysis | None = None,
+) -> str:
+    """summary.md: the verdicts and pass@k first, then per-treatment and per-task tables of the raw set.
 
-
-def _pct(value: float | None) -> str:
-    return "N/A" if value is None else f"{value:.0%}"
-
-
-_ENV = Environment(
-    loader=PackageLoader("scaffold.reports", "templates"),
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    autoescape=False,  # Markdown, not HTML
-)
-_ENV.filters["num"] = _fmt
-_ENV.filters["pct"] = _pct
-
-
-def render_summary(experiment_id: str, records: Sequence[TrialRecord], problems: Sequence[str] = ()) -> str:
+    *analysis* is built from *records* (CONTROL as the baseline) when not given.
+    """
     agg = aggregate(records)
+    analysis = analysis if analysis is not None else build_analysis(records, problems=problems)
     errors = [r for r in records if r.verdict == "error"]
     failed = [r for r in records if r.verdict == "failed"]
-    noisy = [(r, noise_of(r)) for r in records]
+    noisy = [(r, dict(noise_of(r))) for r in records]
     noisy = [(r, n) for r, n in noisy if n["category"] != "included"]
-    text = _ENV.get_template("summary.md.j2").render(
+    return render(
+        "summary.md.j2",
         experiment_id=experiment_id,
+        analysis=analysis,
         records=records,
         agg=agg,
         errors=errors,
         failed=failed,
         noisy=noisy,
         problems=problems,
+        row_limit=ROW_LIMIT,
     )
-    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
 def write_summary(experiment: Experiment) -> Path:

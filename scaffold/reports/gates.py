@@ -1,0 +1,183 @@
+"""Quality gates for CI: small expressions checked against an ``Analysis`` (always its analysis set).
+
+Grammar (keywords are case-insensitive, treatment names are not; NAME is letters, digits, ``.``, ``_``, ``-``)::
+
+    gate       := comparison | threshold
+    comparison := NAME "not worse than" NAME ["on" paired]      # no significant regression
+                | NAME "better than" NAME ["on" paired]         # a significant improvement
+    paired     := "pass rate" | "score"                         # default: pass rate
+    threshold  := metric "of" NAME op number ["%"]
+    metric     := "pass@" K | "pass^" K | "pass rate" | "score" | "cost" | "excluded"
+    op         := ">=" | ">" | "<=" | "<" | "=="
+
+Meanings
+    comparisons use the paired per-task test of the verdicts (sign-flip p and t interval over tasks
+    scored under both, at the analysis's alpha). "not worse than" fails on a significant regression;
+    "better than" passes only on a significant improvement.
+    pass@K / pass^K (unbiased) / pass rate / score: the mean over tasks (task as the unit); "cost": mean
+    USD per trial that reported one; "excluded": the share of the treatment's trials excluded as noise.
+    Numbers may be written as fractions (0.8) or percentages (80%).
+
+Insufficient data fails the gate. A gate exists to stop a bad change; passing it because the runs
+were rate-limited away, or because a treatment did not run, would let exactly that through. So a
+comparison with fewer than 3 paired tasks, a metric that cannot be computed (NaN, e.g. pass@5 with
+fewer than 5 trials of some task) and an unknown treatment all fail, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from scaffold.errors import GateError
+from scaffold.reports.analysis import MIN_TASKS, Analysis, TreatmentReport, label_of
+from scaffold.stats import Insufficient, Metric, compare_treatments, mean_over_tasks
+
+__all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate"]
+
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_COMPARISON = re.compile(
+    rf"^\s*(?P<treatment>{_NAME})\s+(?P<kind>not\s+worse\s+than|better\s+than)\s+(?P<baseline>{_NAME})"
+    r"(?:\s+on\s+(?P<metric>pass\s+rate|score))?\s*$",
+    re.IGNORECASE,
+)
+_THRESHOLD = re.compile(
+    rf"^\s*(?P<metric>pass[@^]\d+|pass\s+rate|score|cost|excluded)\s+of\s+(?P<treatment>{_NAME})\s*"
+    r"(?P<op>>=|<=|==|>|<)\s*(?P<number>[0-9]*\.?[0-9]+)\s*(?P<percent>%?)\s*$",
+    re.IGNORECASE,
+)
+# Thresholds compare with a tolerance of 1e-9: a mean of 0.2 and 0.4 is 0.30000000000000004, and
+# "cost of S <= 0.3" must not fail on rounding.
+_EPS = 1e-9
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": lambda a, b: a >= b - _EPS,
+    ">": lambda a, b: a > b + _EPS,
+    "<=": lambda a, b: a <= b + _EPS,
+    "<": lambda a, b: a < b - _EPS,
+    "==": lambda a, b: abs(a - b) <= _EPS,
+}
+_UNIT = (0.0, 1.0)
+Kind = Literal["not worse than", "better than", "threshold"]
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A parsed gate. ``metric``: "pass_rate" / "mean_score" for comparisons; "pass@K", "pass^K",
+    "pass_rate", "mean_score", "cost" or "excluded" for thresholds."""
+
+    expression: str
+    kind: Kind
+    treatment: str
+    metric: str
+    baseline: str = ""
+    op: str = ""
+    value: float = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    gate: Gate
+    passed: bool
+    message: str
+    """What was measured and why the gate passed or failed."""
+
+
+def parse_gate(expression: str) -> Gate:
+    """Parse one expression; GateError naming it and the accepted forms when it does not parse."""
+    if m := _COMPARISON.match(expression):
+        kind: Kind = "not worse than" if m["kind"].lower().startswith("not") else "better than"
+        metric = "mean_score" if (m["metric"] or "").lower() == "score" else "pass_rate"
+        return Gate(expression, kind, m["treatment"], metric, baseline=m["baseline"])
+    if m := _THRESHOLD.match(expression):
+        name = " ".join(m["metric"].lower().split())
+        metric = {"pass rate": "pass_rate", "score": "mean_score"}.get(name, name)
+        if metric[:5] in ("pass@", "pass^") and int(metric[5:]) < 1:
+            raise GateError(f"--gate {expression!r}: k must be at least 1 in {m['metric']}")
+        value = float(m["number"]) / (100.0 if m["percent"] else 1.0)
+        return Gate(expression, "threshold", m["treatment"], metric, op=m["op"], value=value)
+    raise GateError(
+        f"--gate {expression!r} does not parse; write 'SKILL not worse than CONTROL', "
+        f"'SKILL better than CONTROL [on score]' or 'pass@1 of SKILL >= 0.8' "
+        f"(metrics: pass@K, pass^K, pass rate, score, cost, excluded; operators: >= > <= < ==)"
+    )
+
+
+def evaluate_gates(gates: Iterable[Gate], analysis: Analysis) -> tuple[GateResult, ...]:
+    return tuple(_evaluate(gate, analysis) for gate in gates)
+
+
+def _report(analysis: Analysis, name: str) -> TreatmentReport | None:
+    return next((r for r in analysis.reports if r.name == name), None)
+
+
+def _evaluate(gate: Gate, analysis: Analysis) -> GateResult:
+    missing = [n for n in (gate.treatment, gate.baseline) if n and _report(analysis, n) is None]
+    if missing:
+        known = ", ".join(analysis.treatments) or "none"
+        return GateResult(gate, False, f"no trials of {missing[0]!r} (treatments found: {known}); the gate fails")
+    if gate.kind == "threshold":
+        return _threshold(gate, analysis)
+    return _comparison(gate, analysis)
+
+
+def _comparison(gate: Gate, analysis: Analysis) -> GateResult:
+    treatment, baseline = _report(analysis, gate.treatment), _report(analysis, gate.baseline)
+    assert treatment is not None and baseline is not None  # checked by the caller
+    summaries = [*baseline.analysis.tasks, *treatment.analysis.tasks]
+    metric: Metric = "pass_rate" if gate.metric == "pass_rate" else "mean_score"
+    result = compare_treatments(summaries, gate.baseline, gate.treatment, metric, min_tasks=MIN_TASKS)
+    what = "pass rate" if metric == "pass_rate" else "weighted score"
+    if isinstance(result, Insufficient):
+        return GateResult(gate, False, f"{result.reason}; a gate without enough clean data fails")
+    label = label_of(result, analysis.alpha)
+    figures = (
+        f"{what} difference {result.mean_difference:+.3f} per task "
+        f"[{result.low:+.3f}, {result.high:+.3f}], p = {result.p_value:.3g}, {result.n} paired tasks"
+    )
+    if gate.kind == "not worse than":
+        passed = label != "regression"
+        return GateResult(
+            gate, passed, f"{'no significant regression' if passed else 'significant regression'}: {figures}"
+        )
+    passed = label == "improvement"
+    return GateResult(
+        gate, passed, f"{'significant improvement' if passed else 'no significant improvement'}: {figures}"
+    )
+
+
+def _threshold(gate: Gate, analysis: Analysis) -> GateResult:
+    report = _report(analysis, gate.treatment)
+    assert report is not None
+    value, basis = _measure(gate.metric, report)
+    shown = gate.expression.split(" of ")[0].strip()
+    if not math.isfinite(value):
+        return GateResult(gate, False, f"{shown} of {gate.treatment} cannot be computed ({basis}); the gate fails")
+    passed = _OPS[gate.op](value, gate.value)
+    return GateResult(
+        gate, passed, f"{shown} of {gate.treatment} = {value:.4g} ({basis}); needs {gate.op} {gate.value:.4g}"
+    )
+
+
+def _measure(metric: str, report: TreatmentReport) -> tuple[float, str]:
+    tasks = [t for t in report.analysis.tasks if t.scored > 0]
+    if metric.startswith(("pass@", "pass^")):
+        k = int(metric[5:])
+        per_task = [t.pass_at_k(k) if metric[4] == "@" else t.pass_hat_k(k) for t in tasks]
+        short = [t.task for t in tasks if t.scored < k]
+        if short:
+            return math.nan, f"{len(short)} task(s) have fewer than {k} scored trials, e.g. {short[0]!r}"
+        estimate = mean_over_tasks(per_task, bounds=_UNIT)
+        return estimate.mean, f"mean over {estimate.n} task(s)" if estimate.n else "no scored task"
+    if metric in ("pass_rate", "mean_score"):
+        estimate = report.analysis.pass_rate if metric == "pass_rate" else report.analysis.mean_score
+        return estimate.mean, f"mean over {estimate.n} task(s)" if estimate.n else "no scored task"
+    if metric == "cost":
+        mean = report.spend.mean_cost_usd
+        if mean is None:
+            return math.nan, "no trial reported a cost"
+        return mean, f"mean USD over {report.spend.cost_trials} trial(s)"
+    counts = report.counts
+    return counts.excluded_share, f"{counts.excluded} of {counts.trials} trials excluded"

@@ -1,0 +1,84 @@
+"""``results.jsonl``: one JSON object per trial in a stable schema for other tools (docs/results-schema.md).
+
+The schema has its own version, independent of the trial record's: a field is never renamed or given a
+new meaning without bumping ``RESULTS_SCHEMA_VERSION``; new fields may be added within a version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from scaffold.records import TrialRecord
+from scaffold.reports.analysis import JUDGE_SOURCE, TrialFiles, noise_of
+
+__all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_row"]
+
+RESULTS_SCHEMA = "comet-eval/results"
+RESULTS_SCHEMA_VERSION = 1
+_TOKEN_KEYS = ("input", "output", "cache_read", "cache_write")
+
+
+def _number(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None  # JSON has no NaN: unknown is null
+
+
+def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str, Any]:
+    """The results.jsonl object of one trial (field meanings: docs/results-schema.md)."""
+    noise = noise_of(record)
+    traj = record.trajectory or {}
+    tokens = traj.get("tokens")
+    rubric: dict[str, float | None] = {}
+    judge: dict[str, float | None] = {}
+    for dim in record.dimensions:
+        target = judge if dim.get("source") == JUDGE_SOURCE else rubric
+        target[str(dim.get("name", ""))] = _number(dim.get("score"))
+    category = str(noise.get("category", "included"))
+    return {
+        "schema": RESULTS_SCHEMA,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "experiment_id": record.experiment_id,
+        "case_id": record.case_id,
+        "task": record.task,
+        "treatment": record.treatment,
+        "trial": record.trial,
+        "verdict": record.verdict,
+        "passed": None if record.verdict == "error" else record.verdict == "passed",
+        "weighted_score": _number(record.weighted_score) if record.verdict != "error" else None,
+        "noise": {"category": category, "reason": str(noise.get("reason", "")), "source": noise.get("source")},
+        "analysis_set": category != "excluded",
+        "profile": record.profile,
+        "config_hash": record.config_hash,
+        "agent": {k: record.agent.get(k) for k in ("name", "model", "version")},
+        "started_at": record.started_at or None,
+        "finished_at": record.finished_at or None,
+        "duration_s": _number(record.duration_s),
+        "tokens": {k: int(tokens.get(k) or 0) for k in _TOKEN_KEYS} if isinstance(tokens, Mapping) else None,
+        "cost_usd": _number(traj.get("cost_usd")),
+        "dimensions": rubric,
+        "judge": judge,
+        "hard_failures": list(record.hard_failures),
+        "failed_checks": [str(c.get("name")) for c in record.checks if c.get("status") == "failed"],
+        "errors": [str(e.get("type") or "error") for e in record.errors],
+        "record": files.record if files else None,
+        "streams": list(files.streams) if files else [],
+    }
+
+
+def result_lines(
+    records: Iterable[TrialRecord], files: Mapping[tuple[str, str], TrialFiles] | None = None
+) -> Iterator[str]:
+    """One JSON line per record (with its newline), sorted by (task, treatment, experiment, trial)."""
+    files = files or {}
+    ordered = sorted(records, key=lambda r: (r.task, r.treatment, r.experiment_id, r.trial, r.case_id))
+    for record in ordered:
+        row = result_row(record, files.get((record.experiment_id, record.case_id)))
+        yield json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"

@@ -1,0 +1,88 @@
+"""Write the report files of a set of trial records into one folder, each atomically.
+
+summary.md              verdicts, pass@k, per-treatment and task x treatment tables   (markdown)
+comparison_report.md    every section of the seed's comparison report                 (markdown)
+report.html             one self-contained page                                        (html)
+results.jsonl           one line per trial (docs/results-schema.md)                    (always)
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaffold.errors import ReportError
+from scaffold.records import TrialRecord
+from scaffold.reports.analysis import Analysis, TrialFiles, build_analysis
+from scaffold.reports.comparison import render_comparison
+from scaffold.reports.config import ReportOutputs
+from scaffold.reports.results import result_lines
+from scaffold.reports.summary import render_summary
+
+__all__ = ["COMPARISON", "HTML", "RESULTS", "SUMMARY", "Written", "write_reports", "write_text_atomic"]
+
+SUMMARY = "summary.md"
+COMPARISON = "comparison_report.md"
+HTML = "report.html"
+RESULTS = "results.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    analysis: Analysis
+    paths: tuple[Path, ...]
+
+
+def write_reports(
+    out_dir: Path,
+    records: Sequence[TrialRecord],
+    *,
+    title: str,
+    baseline: str = "CONTROL",
+    problems: Sequence[str] = (),
+    files: Mapping[tuple[str, str], TrialFiles] | None = None,
+    outputs: ReportOutputs | None = None,
+) -> Written:
+    """Build the analysis once and write every chosen report into *out_dir* (created if needed)."""
+    outputs = outputs or ReportOutputs()
+    analysis = build_analysis(records, baseline=baseline, problems=problems, files=files)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    if outputs.markdown:
+        paths.append(write_text_atomic(out_dir / SUMMARY, [render_summary(title, records, problems, analysis)]))
+        paths.append(write_text_atomic(out_dir / COMPARISON, [render_comparison(analysis, title)]))
+    if outputs.html:
+        paths.append(write_text_atomic(out_dir / HTML, [_render_html(analysis)]))
+    paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files)))
+    return Written(analysis, tuple(paths))
+
+
+def _render_html(analysis: Analysis) -> str:
+    # The HTML renderer is its own module (scaffold.reports.html); imported here, only when asked for.
+    try:
+        module = importlib.import_module("scaffold.reports.html")
+    except ImportError:
+        raise ReportError(
+            "report.html was asked for (--html, --report-config or $COMET_EVAL_REPORT_CONFIG), but this "
+            "installation has no HTML renderer (scaffold.reports.html); turn HTML off or update comet-eval"
+        ) from None
+    text: str = module.render_html(analysis)
+    return text
+
+
+def write_text_atomic(path: Path, chunks: Iterable[str]) -> Path:
+    """Write *chunks* to a temporary file beside *path*, then rename it over *path*."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; reports are meant to be read (CI artifacts, browsers)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.writelines(chunks)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
