@@ -155,9 +155,21 @@ class Workflow:
         """The transitions leaving *step_id*, in declaration order."""
         return _outgoing(self)[step_id] if step_id in self.steps else ()
 
+    @property
+    def read_steps(self) -> frozenset[str]:
+        """Steps whose output another step reads (``proposal_from``/``input_from``)."""
+        read = _READ.get(self.hash)
+        if read is None:
+            read = frozenset(
+                ref for s in self.steps.values() for ref in (s.proposal_from, s.input_from) if ref is not None
+            )
+            _READ[self.hash] = read
+        return read
+
 
 # Cached per definition: the machine asks for edges on every outcome.
 _EDGES: dict[str, dict[str, tuple[Transition, ...]]] = {}
+_READ: dict[str, frozenset[str]] = {}
 
 
 def _outgoing(wf: Workflow) -> dict[str, tuple[Transition, ...]]:

@@ -592,10 +592,14 @@ def _edges(wf: Workflow, step_id: str, route: str, status: str) -> list[str]:
 def _finish(tx: _Tx, instance: str, step_id: str, route: str, output: Any, status: str = "succeeded") -> None:
     """End one activation of *step_id* with *route*, then take the matching transitions."""
     tx.s["open"].pop(instance, None)
-    if output is not None:
-        tx.s["outputs"][step_id] = output
     targets = _edges(tx.wf, step_id, route, status)
-    tx.emit("step_completed", step=step_id, instance=instance, route=route, next=targets)
+    # The trajectory keeps every output; the state only those the graph reads later and path results,
+    # so that a state stays small however many steps a run has taken.
+    if output is not None and (not targets or step_id in tx.wf.read_steps):
+        tx.s["outputs"][step_id] = output
+    else:
+        tx.s["outputs"].pop(step_id, None)
+    tx.emit("step_completed", step=step_id, instance=instance, route=route, next=targets, output=output)
     _step_checks(tx, step_id)
     for target in targets:
         if tx.s["status"] in TERMINAL:

@@ -80,7 +80,7 @@ class ActionFailed(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ExecutionContext:
-    """What an executor may know about the action it runs."""
+    """What an executor may know about the action it runs (``outputs``: those the run state keeps)."""
 
     run_id: str
     action_id: str
@@ -202,6 +202,14 @@ class Runtime:
     def events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's trajectory, oldest first."""
         return self.store.events(run_id)
+
+    def outputs(self, run_id: str) -> dict[str, Any]:
+        """The latest output of every step that has produced one, read from the trajectory."""
+        out: dict[str, Any] = {}
+        for event in self.store.events(run_id):
+            if event["type"] == "step_completed" and event.get("output") is not None:
+                out[event["step"]] = event["output"]
+        return out
 
     def check(self, run_id: str, scope: str = "progress") -> list[CheckResult]:
         """Evaluate the definition's checks of *scope* against the stored run; writes nothing."""

@@ -11,7 +11,8 @@ and what the core needs besides::
     waits              {waitId: wait}       approvals, evidence and confirmation waits
     open               {instanceId: stepId} step activations not yet ended (actions, waits, children)
     arrivals           {joinStepId: [parent, ...]} parents arrived at a join since it last fired
-    outputs            {stepId: output}     the latest output of each step
+    outputs            {stepId: output}     latest outputs the graph reads and results of ended paths
+                                            (every output is in the trajectory: Runtime.outputs)
     artifacts          {name: value}        merged from outcomes
     children           {childRunId: child}  child runs started by this run
     parent             {runId, step, instance} | null,   depth  (0 for a top-level run)

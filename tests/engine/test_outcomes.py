@@ -70,7 +70,9 @@ def test_claim_then_record_advances_and_the_action_id_is_the_seeds(rt: Runtime) 
     receipt = rt.record_outcome("r", aid, attempt=1, token=claim.token, outcome=Outcome.succeeded({"n": 1}))
     assert receipt.status == "succeeded" and receipt.attempt == 1
     run = rt.inspect("r")
-    assert run.outputs == {"work": {"n": 1}} and run.current_step == "ship" and run.status == "waiting"
+    assert run.current_step == "ship" and run.status == "waiting"
+    # The output is in the trajectory; the state keeps only outputs the graph reads, and path results.
+    assert rt.outputs("r") == {"work": {"n": 1}} and run.outputs == {}
     assert run.pending != aid and run.iteration == 2
 
 
@@ -159,7 +161,7 @@ def test_an_executor_output_that_fails_the_schema_is_a_known_failure_and_never_s
     blocked = rt.run_until_blocked("r")
     assert blocked.reason == "failed" and blocked.action is not None
     assert blocked.action.status == "failed" and "output_schema" in (blocked.action.outcome or {})["error"]
-    assert "work" not in blocked.run.outputs
+    assert "work" not in rt.outputs("r")
 
 
 def test_executor_exceptions_make_the_result_unknown_and_retry_needs_reconciliation(rt: Runtime) -> None:
@@ -230,7 +232,7 @@ def test_reconcile_as_succeeded_takes_the_output_and_advances(rt: Runtime, clock
         rt.reconcile("r", aid, "succeeded", evidence="receipt #4", output=[1])
     assert info.value.code == "output-schema"
     rt.reconcile("r", aid, "succeeded", evidence="receipt #4", output={"receipt": 4})
-    assert rt.inspect("r").outputs["work"] == {"receipt": 4}
+    assert rt.outputs("r")["work"] == {"receipt": 4}
 
 
 def test_known_failures_wait_for_a_manual_retry(rt: Runtime) -> None:

@@ -214,7 +214,7 @@ def test_child_workflows_are_linked_and_their_blocks_surface_through_the_parent(
     rt.resolve_wait(blocked.run_id, blocked.wait.id, proposal_digest=blocked.wait.digest, choice="approved")
     done = rt.run_until_blocked("p")
     assert done.reason == "completed" and done.actions_run == 2  # 'build' in the child, then 'ship'
-    assert rt.inspect("p").outputs["sub"]["build"]["step"] == "build"
+    assert rt.outputs("p")["sub"]["build"]["step"] == "build"  # a child's result: its path results
     assert rt.inspect(blocked.run_id).status == "completed"
 
 
@@ -273,3 +273,34 @@ def test_child_runs_nest_at_most_32_deep() -> None:
         if rt.inspect(r).raw.get("error", {}) and rt.inspect(r).raw["error"]["code"] == "child-depth"
     ]
     assert len(deepest) == 1 and rt.inspect(deepest[0]).raw["depth"] == MAX_DEPTH
+
+
+def test_a_state_stays_the_size_of_its_open_work_however_long_the_run() -> None:
+    import json
+
+    sizes = {}
+    for n in (10, 300):
+        rt = Runtime(MemoryStore())
+        rt.register_executor("work", ok)
+        rt.start(linear(n, guardrails=Guardrails(max_iterations=1000)), "s")
+        rt.run_until_blocked("s", max_actions=n - 1)  # the last step is still pending
+        sizes[n] = len(json.dumps(rt.store.load("s").state))
+        assert len(rt.outputs("s")) == n - 1  # every output is kept, in the trajectory
+    assert abs(sizes[300] - sizes[10]) < 40  # only counters grow (a few digits)
+
+
+def test_outputs_other_steps_read_stay_in_the_state() -> None:
+    wf = define_workflow(
+        "reads",
+        "1",
+        entry="a",
+        steps={"a": skill("work"), "b": skill("work", input_from="a"), "c": skill("work")},
+        transitions=[("a", "b"), ("b", "c")],
+    )
+    rt = Runtime(MemoryStore())
+    rt.register_executor("work", ok)
+    rt.start(wf, "r", {"x": 1})
+    rt.run_until_blocked("r")
+    run = rt.inspect("r")
+    assert set(run.outputs) == {"a", "c"}  # 'a' is read by 'b'; 'c' ended the path
+    assert rt.outputs("r")["b"]["input"] == {"step": "a", "input": {"x": 1}}

@@ -58,7 +58,7 @@ def test_an_approval_shows_the_proposal_and_routes_on_the_decision() -> None:
     )
     rt.resolve_wait("r", wait.id, proposal_digest=wait.digest, choice="approved")
     run = rt.inspect("r")
-    assert run.current_step == "publish" and run.outputs["approve"] == {"decision": "approved"}
+    assert run.current_step == "publish" and rt.outputs("r")["approve"] == {"decision": "approved"}
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def test_evidence_is_accepted_only_when_its_validator_finds_no_problem() -> None
     assert unchanged(rt) == before
     rt.record_evidence("r", wid, {"exit": 0})
     run = rt.inspect("r")
-    assert run.outputs["deployed"] == {"exit": 0} and run.current_step == "after"
+    assert rt.outputs("r")["deployed"] == {"exit": 0} and run.current_step == "after"
     with pytest.raises(RejectedError) as info:
         rt.record_evidence("r", wid, {"exit": 0})
     assert info.value.code == "wait-closed"
