@@ -164,7 +164,14 @@ def record_outcome(
     passes them then), which hold what is needed to recognise a resubmission.
     """
     act = state["actions"].get(aid)
-    receipt = Receipt(aid, attempt, outcome.status, outcome.digest)
+    try:
+        receipt = Receipt(aid, attempt, outcome.status, outcome.digest)
+    except (TypeError, ValueError) as err:
+        raise RejectedError(
+            "output-not-json",
+            f"action {aid}: the outcome is not plain JSON ({err}); report dicts, lists, strings, numbers, "
+            "booleans and null only",
+        ) from None
     token_digest = short_id(token)
     if act is not None:
         history = act.get("history", ())

@@ -402,7 +402,9 @@ class Runtime:
         try:
             self.record_outcome(run_id, action_id, attempt=claim.attempt, token=claim.token, outcome=outcome)
         except RejectedError as err:
-            if err.code not in ("output-schema", "output-invalid"):
+            if err.code in ("action-cancelled", "run-finished"):
+                return  # the run was cancelled or ended while the executor worked: the caller looks again
+            if err.code not in ("output-schema", "output-invalid", "output-not-json"):
                 raise
             # The output is refused, never stored: the attempt is recorded as a known failure instead.
             self.record_outcome(

@@ -301,3 +301,57 @@ def test_output_validators_refuse_outputs_by_name(rt: Runtime) -> None:
     assert info.value.code == "output-invalid" and "has no 'url'" in str(info.value)
     rt.record_outcome("r", aid, attempt=1, token=claim.token, outcome=Outcome.succeeded({"url": "x"}))
     assert rt.inspect("r").status == "completed"
+
+
+def test_an_output_that_is_not_plain_json_is_refused_and_an_executors_becomes_a_failure(rt: Runtime) -> None:
+    aid = started(rt)
+    claim = rt.claim("r", aid)
+    before = unchanged(rt)
+    with pytest.raises(RejectedError) as info:
+        rt.record_outcome("r", aid, attempt=1, token=claim.token, outcome=Outcome.succeeded({"when": {1, 2}}))
+    assert info.value.code == "output-not-json"
+    assert unchanged(rt) == before
+    rt.start(two_steps(), "exec")
+    rt.register_executor("work", lambda value, ctx: {"nan": float("nan")})
+    blocked = rt.run_until_blocked("exec")
+    assert blocked.reason == "failed" and "not plain JSON" in (blocked.action.outcome or {})["error"]  # type: ignore[union-attr]
+
+
+def test_a_run_cancelled_while_its_executor_works_stops_quietly(rt: Runtime) -> None:
+    def cancels_meanwhile(value: Any, ctx: ExecutionContext) -> Any:
+        rt.cancel(ctx.run_id, "the user stopped it while the action ran")
+        return {}
+
+    rt.register_executor("work", cancels_meanwhile)
+    started(rt)
+    blocked = rt.run_until_blocked("r")
+    assert blocked.reason == "cancelled" and blocked.actions_run == 1
+
+
+def test_racing_claims_from_many_runtimes_exactly_one_wins() -> None:
+    import threading
+
+    store = MemoryStore()
+    first = Runtime(store)
+    first.start(two_steps(), "r")
+    aid = first.inspect("r").pending
+    results: list[str] = []
+    start = threading.Barrier(8, timeout=30)
+
+    def race() -> None:
+        rt = Runtime(store)
+        rt.register(two_steps())
+        start.wait()
+        try:
+            rt.claim("r", aid)
+            results.append("won")
+        except RejectedError as err:
+            results.append(err.code)
+
+    threads = [threading.Thread(target=race) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["action-in-flight"] * 7 + ["won"]
+    assert [e["type"] for e in store.events("r")].count("action_claimed") == 1

@@ -304,3 +304,12 @@ def test_outputs_other_steps_read_stay_in_the_state() -> None:
     run = rt.inspect("r")
     assert set(run.outputs) == {"a", "c"}  # 'a' is read by 'b'; 'c' ended the path
     assert rt.outputs("r")["b"]["input"] == {"step": "a", "input": {"x": 1}}
+
+
+def test_run_until_blocked_runs_at_most_100_actions_by_default() -> None:
+    rt = Runtime(MemoryStore())
+    rt.register_executor("work", ok)
+    rt.start(linear(150, guardrails=Guardrails(max_iterations=1000)), "r")
+    blocked = rt.run_until_blocked("r")
+    assert (blocked.reason, blocked.actions_run) == ("action-limit", 100)
+    assert rt.run_until_blocked("r").reason == "completed"
