@@ -23,14 +23,21 @@ from comet_engine.stores.memory import MemoryStore
 MAX_ITERATIONS = 7
 MAX_RETRIES = 1  # small, so that examples reach the end of the budget often
 LEASE = 10.0
-WORKFLOW = define_workflow(
-    "model",
-    "1",
-    entry="a",
-    steps={"a": skill_step("a"), "gate": approval(question="Go on?", proposal_from="a"), "b": tool_step("b")},
-    transitions=[("a", "gate"), ("gate", "b", "approved"), ("gate", "a", "rejected")],
-    guardrails=Guardrails(max_iterations=MAX_ITERATIONS, max_retries_per_action=MAX_RETRIES),
-)
+
+
+def workflow(policy: str) -> Any:
+    return define_workflow(
+        "model",
+        "1",
+        entry="a",
+        steps={
+            "a": skill_step("a", retry=policy),
+            "gate": approval(question="Go on?", proposal_from="a"),
+            "b": tool_step("b", retry=policy),
+        },
+        transitions=[("a", "gate"), ("gate", "b", "approved"), ("gate", "a", "rejected")],
+        guardrails=Guardrails(max_iterations=MAX_ITERATIONS, max_retries_per_action=MAX_RETRIES),
+    )
 
 
 @dataclass
@@ -44,11 +51,15 @@ class ModelAction:
 
 
 class RunModel(RuleBasedStateMachine):
+    """The model for steps with the ``manual`` retry policy; subclasses check the other two."""
+
+    POLICY = "manual"
+
     def __init__(self) -> None:
         super().__init__()
         self.now = 0.0
         self.rt = Runtime(MemoryStore(), clock=lambda: self.now, lease_seconds=LEASE)
-        self.rt.start(WORKFLOW, "run")
+        self.rt.start(workflow(self.POLICY), "run")
         self.revision = 1
         self.events = self.rt.events("run")
         self.status = "waiting"
@@ -75,6 +86,14 @@ class RunModel(RuleBasedStateMachine):
             self.wait = (wait.id, wait.digest)
         else:
             self.act, self.retries = ModelAction(ident, step), 0
+
+    def _auto_retry(self, act: ModelAction) -> None:
+        """In the same commit: a retry within the budget, or the run fails (retry budget exhausted)."""
+        if self.retries < MAX_RETRIES:
+            self.retries += 1
+            act.status, act.attempt, act.token, act.reconciled = "pending", act.attempt + 1, None, False
+        else:
+            self.status = "failed"
 
     def accepted(self, fn: Any) -> Any:
         result = fn()
@@ -146,7 +165,10 @@ class RunModel(RuleBasedStateMachine):
             token = act.token
             receipt = self.accepted(self.record(outcome))
             self.recorded.append((act.id, act.attempt, token, outcome, receipt))
-            act.status = "failed"  # manual retry policy, no failure edge: the action waits for a retry
+            if self.POLICY == "manual":
+                act.status = "failed"  # no failure edge: the action waits for an explicit retry
+            else:
+                self._auto_retry(act)
         elif act is not None:
             self.refused_or_duplicate(outcome)
 
@@ -195,6 +217,8 @@ class RunModel(RuleBasedStateMachine):
             assert act is not None
             act.status = "unknown"
             self.revision += 1
+            if self.POLICY == "idempotent":
+                self._auto_retry(act)
         assert blocked.reason == self.expected_reason()
 
     @rule()
@@ -203,6 +227,8 @@ class RunModel(RuleBasedStateMachine):
         if self.status == "waiting" and act is not None and act.status == "unknown":
             self.accepted(lambda: self.rt.reconcile("run", act.id, "not-executed", evidence="nothing was sent"))
             act.reconciled = True
+            if self.POLICY != "manual":
+                self._auto_retry(act)
         elif act is not None:
             self.refused(
                 lambda: self.rt.reconcile("run", act.id, "not-executed", evidence="x"), "not-unknown", "run-finished"
@@ -213,7 +239,8 @@ class RunModel(RuleBasedStateMachine):
         act = self.act
         if act is None:
             return
-        retryable = act.status == "failed" or (act.status == "unknown" and act.reconciled)
+        unknown_ok = act.reconciled or self.POLICY == "idempotent"
+        retryable = act.status == "failed" or (act.status == "unknown" and unknown_ok)
         if self.status == "waiting" and retryable and self.retries < MAX_RETRIES:
             self.accepted(lambda: self.rt.retry("run", act.id))
             self.retries += 1
@@ -292,10 +319,18 @@ class RunModel(RuleBasedStateMachine):
         self.events = events
 
 
-RunModel.TestCase.settings = settings(
-    max_examples=200,
-    stateful_step_count=50,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
+class ReconcileModel(RunModel):
+    POLICY = "reconcile"
+
+
+class IdempotentModel(RunModel):
+    POLICY = "idempotent"
+
+
+SETTINGS = settings(
+    max_examples=150, stateful_step_count=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-TestRunModel = RunModel.TestCase
+RunModel.TestCase.settings = ReconcileModel.TestCase.settings = IdempotentModel.TestCase.settings = SETTINGS
+TestManualRetries = RunModel.TestCase
+TestReconcileRetries = ReconcileModel.TestCase
+TestIdempotentRetries = IdempotentModel.TestCase
