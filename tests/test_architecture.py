@@ -36,6 +36,7 @@ PURE = [
     "scaffold/reports/comparison.py",
     "scaffold/reports/markdown.py",
     "scaffold/reports/config.py",
+    "scaffold/reports/html.py",
     "scaffold/python/validation/core.py",
     "scaffold/agents/streams/__init__.py",
     "scaffold/agents/streams/claude.py",

@@ -178,3 +178,18 @@ def test_any_rows_give_well_formed_svg_inside_the_frame(data: list[tuple[str, fl
         assert 0 <= cx(mark) <= width
     for bar in bars(root):
         assert all(0 <= x <= width for x in bar_ends(bar))
+
+
+def tick_texts(root: ET.Element) -> list[str]:
+    """Axis tick labels: the texts drawn below the axis, smaller than the rest."""
+    return [t.text or "" for t in root.iter("text") if t.get("font-size") == "11"]
+
+
+def test_ticks_are_round_and_include_zero() -> None:
+    rows = [Row("a", 0.1, -0.2, 0.25)]
+    root = parse(interval_chart(rows, ident="t", title="t", domain=symmetric_domain(rows), fmt=lambda v: f"{v:+.2f}"))
+    assert tick_texts(root) == ["-0.25", "+0.00", "+0.25"]
+    root = parse(interval_chart(rows, ident="t", title="t", domain=(-0.2, 0.2), fmt=lambda v: f"{v:+.2f}"))
+    assert tick_texts(root) == ["-0.20", "-0.10", "+0.00", "+0.10", "+0.20"]
+    scatter = parse(scatter_chart([Point("a", 0.21, 0.5)], ident="s", title="t", x_label="x", y_label="y"))
+    assert tick_texts(scatter)[:6] == ["0", "0.05", "0.1", "0.15", "0.2", "0.25"]

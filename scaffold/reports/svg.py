@@ -43,7 +43,7 @@ TEXT = "#222222"
 FONT = 12
 ROW = 22
 LABEL_CHARS = 28
-CHAR_W = 6.6  # average advance of a 12 px sans-serif glyph: enough to size label columns without fonts
+CHAR_W = 7.4  # a wide 12 px sans-serif glyph (capitals): label columns sized without measuring fonts
 
 Format = Callable[[float], str]
 
@@ -119,9 +119,16 @@ class _Scale:
         clipped = min(max(value, self.lo), self.hi)
         return self.left + (clipped - self.lo) / (self.hi - self.lo) * (self.right - self.left)
 
-    def ticks(self, count: int = 4) -> list[float]:
-        step = (self.hi - self.lo) / count
-        return [self.lo + i * step for i in range(count + 1)]
+    def ticks(self) -> list[float]:
+        """Evenly spaced ticks at a round step (1, 2, 2.5 or 5 times a power of ten), with 0 on a tick
+        when the domain spans it; the ends are always ticks."""
+        span = self.hi - self.lo
+        for count in (4, 5, 2, 3, 6, 8, 10):
+            step = span / count
+            zero_on_tick = not self.lo < 0 < self.hi or math.isclose(-self.lo / step, round(-self.lo / step))
+            if math.isclose(nice_ceiling(step), step, rel_tol=1e-9) and zero_on_tick:
+                return [self.lo + i * step for i in range(count + 1)]
+        return [self.lo + i * span / 4 for i in range(5)]
 
 
 def nice_ceiling(value: float) -> float:
@@ -162,14 +169,17 @@ def interval_chart(
     domain: tuple[float, float] = (0.0, 1.0),
     fmt: Format = fmt_percent,
     reference: float | None = None,
+    tick_fmt: Format | None = None,
     width: int = 720,
 ) -> Markup:
     """Horizontal dot-and-whisker chart, one row per item: label, axis with the estimate and its
-    interval, then the value and interval as text. *reference* draws a vertical line (0 for
-    differences, the baseline's value for levels)."""
-    label_w = min(max((len(short(r.label)) for r in rows), default=8), LABEL_CHARS) * CHAR_W + 12
-    value_w = 170.0
-    left, right = label_w, max(width - value_w, label_w + 120)
+    interval, then the value and interval as text (*fmt*; ticks use *tick_fmt*, default *fmt*).
+    *reference* draws a vertical line (0 for differences, the baseline's value for levels)."""
+    label_w = min(max([8, *(len(short(r.label)) for r in rows)]), LABEL_CHARS) * CHAR_W + 12
+    texts = [_row_text(r, fmt) for r in rows]
+    value_w = max([170.0, *(len(t) * 6.4 + 16 for t in texts)])  # digits are narrower than capitals
+    width = max(width, round(label_w + 320 + value_w))  # never squeeze the axis below 320 px
+    left, right = label_w, width - value_w
     scale = _Scale(domain, left + 6, right - 6)
     top = 8.0
     axis_y = top + max(len(rows), 1) * ROW + 4
@@ -178,7 +188,7 @@ def interval_chart(
     for tick in scale.ticks():
         x = scale(tick)
         body.append(f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(axis_y)}" stroke="{GRID}"/>')
-        body.append(_text(x, axis_y + 16, fmt(tick), anchor="middle", size=FONT - 1))
+        body.append(_text(x, axis_y + 16, (tick_fmt or fmt)(tick), anchor="middle", size=FONT - 1))
     body.append(f'<line x1="{_n(left)}" y1="{_n(axis_y)}" x2="{_n(right)}" y2="{_n(axis_y)}" stroke="{AXIS}"/>')
     ref = finite(reference)
     if ref is not None:
@@ -190,9 +200,8 @@ def interval_chart(
     if not rows:
         body.append(_text((left + right) / 2, top + ROW / 2 + 4, "no data", anchor="middle"))
     described = []
-    for i, row in enumerate(rows):
+    for i, (row, text) in enumerate(zip(rows, texts, strict=True)):
         y = top + i * ROW + ROW / 2
-        text = _row_text(row, fmt)
         described.append(f"{row.label}: {text}")
         tip = f"<title>{_esc(row.label)}: {_esc(text)}</title>"
         body.append(f"<g>{tip}")

@@ -1,0 +1,395 @@
+"""``report.html``: one self-contained page built from an ``Analysis`` (scaffold.reports.analysis).
+
+The page is the verdict first, then the treatment comparison with 95% intervals, the task x treatment
+matrix coloured by pass rate, cost against quality, rubric dimension differences to the baseline, spend
+and runtime, data quality, failure attribution, and the links to the trials. Inline CSS and inline SVG
+only: no JavaScript, no fonts, images or styles fetched from anywhere, so it opens offline, in a CI
+artifact viewer or from a mail attachment, and prints (print styles keep the colours and drop the
+scroll boxes).
+
+Links to trials, and why they are aggregated
+    Every cell of the matrix links to its row in the "Trials" section. When the report covers at most
+    ``INLINE_TRIALS`` trials, that row links every trial's ``record.json`` and raw streams. Above it, a
+    link per trial would make the page tens of megabytes at 100,000 trials (about 150 bytes per trial),
+    so each row links the folder(s) holding the cell's trial folders, names the folder pattern
+    (``<task>-<treatment>-r<N>``, the runner's case id) that finds all of them, and links at most
+    ``CELL_SAMPLE`` trials worth a look first: excluded, then errored, flagged, failed. Lists of
+    excluded and flagged trials stop at ``LIST_LIMIT`` entries with the count of the rest; the counts
+    per reason are always complete.
+
+Pure: no files, pytest, docker or subprocess; ``render_html`` returns the text, the caller writes it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from scaffold.reports.analysis import Analysis, Cell, FailureCause, TrialLink, Verdict
+from scaffold.reports.svg import (
+    Point,
+    Row,
+    clean,
+    finite,
+    fmt_number,
+    interval_chart,
+    scatter_chart,
+    symmetric_domain,
+)
+from scaffold.stats import Estimate, Insufficient, PairedComparison
+from scaffold.stats.paired import MONTE_CARLO_DRAWS
+
+__all__ = ["CELL_SAMPLE", "INLINE_TRIALS", "LIST_LIMIT", "render_html"]
+
+INLINE_TRIALS = 3000
+CELL_SAMPLE = 3
+LIST_LIMIT = 50
+
+# Order in which trials are "worth a look" when a cell cannot list them all.
+_LOOK_FIRST = {"excluded": 0, "error": 1, "flagged": 2, "failed": 3, "passed": 4}
+_TONE = {
+    "improvement": "good",
+    "regression": "bad",
+    "no significant difference": "neutral",
+    "Insufficient clean data": "warn",
+    "Inconclusive due to data quality": "warn",
+}
+_MARK = {"passed": "✓", "failed": "✗", "error": "!"}
+
+
+def href(path: str) -> str:
+    """A link target for a file path: percent-quoted, so no character of a task name can turn it into a
+    scheme ("a:b"), a network path ("//host"), a query or a fragment."""
+    quoted = quote(path, safe="/")
+    return "/" + quoted.lstrip("/") if quoted.startswith("//") else quoted
+
+
+def pct(value: float | None, digits: int = 0) -> str:
+    v = finite(value)
+    return "N/A" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def signed_pct(value: float | None) -> str:
+    v = finite(value)
+    return "N/A" if v is None else f"{v * 100:+.1f} pts"
+
+
+def num(value: float | None, spec: str = ".3f") -> str:
+    v = finite(value)
+    return "N/A" if v is None else format(v, spec)
+
+
+def money(value: float | None) -> str:
+    v = finite(value)
+    return "N/A" if v is None else f"${v:,.4f}" if v < 1 else f"${v:,.2f}"
+
+
+def interval(est: Estimate, fmt: str = "pct") -> str:
+    """ "62% [55%, 70%]", "62%" without an interval, "N/A" without a value."""
+    show = pct if fmt == "pct" else num
+    if finite(est.mean) is None:
+        return "N/A"
+    if finite(est.low) is None or finite(est.high) is None:
+        return show(est.mean)
+    return f"{show(est.mean)} [{show(est.low)}, {show(est.high)}]"
+
+
+def bin_of(rate: float | None) -> str:
+    """CSS class of a pass rate: b0 (0%) ... b10 (100%) by tenths, ``na`` when there is none."""
+    v = finite(rate)
+    # Half up (25% -> b3), not Python's round-half-to-even, so equal steps land in distinct bins.
+    return "na" if v is None else f"b{int(min(max(v, 0.0), 1.0) * 10 + 0.5)}"
+
+
+# --- view model ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    verdict: Verdict
+    tone: str
+    pass_rate: str
+    score: str
+    p_value: str
+    flips: str
+    power: str
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixCell:
+    css: str
+    text: str
+    title: str
+    anchor: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileLink:
+    text: str
+    href: str
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRow:
+    """One cell's entry in the Trials section."""
+
+    anchor: str
+    task: str
+    treatment: str
+    summary: str
+    folders: tuple[FileLink, ...]
+    pattern: str
+    trials: tuple[tuple[FileLink, tuple[FileLink, ...]], ...]
+    """(record link, stream links) per trial listed."""
+    more: int
+    """Trials of the cell not listed individually."""
+
+
+def _comparison(c: PairedComparison | Insufficient | None, fmt: str = "pct") -> str:
+    if c is None:
+        return "baseline"
+    if isinstance(c, Insufficient):
+        return "insufficient data"
+    show = signed_pct if fmt == "pct" else (lambda v: num(v, "+.3f"))
+    return f"{show(c.mean_difference)} [{show(c.low)}, {show(c.high)}]"
+
+
+def _verdict_row(v: Verdict) -> VerdictRow:
+    c = v.pass_rate
+    p_value = flips = "—"
+    if isinstance(c, PairedComparison):
+        # "(MC)": p from random sign patterns (more than EXACT_MAX_TASKS tasks), not all of them.
+        p_value = f"{c.p_value:.3g}" + ("" if c.exact else " (MC)")
+        flips = f"{c.improved} / {c.regressed} / {c.unchanged}"
+    power = ""
+    if v.power is not None:
+        power = f"{v.power.needed} tasks" if v.power.needed is not None else v.power.note
+    return VerdictRow(
+        verdict=v,
+        tone=_TONE.get(v.label, "neutral"),
+        pass_rate=_comparison(c),
+        score=_comparison(v.score, "score"),
+        p_value=p_value,
+        flips=flips,
+        power=power,
+    )
+
+
+def _difference_row(label: str, c: PairedComparison | Insufficient | None) -> Row:
+    if isinstance(c, PairedComparison):
+        return Row(label, c.mean_difference, c.low, c.high, note=f"n={c.n}")
+    return Row(label, None, note="insufficient data" if isinstance(c, Insufficient) else "")
+
+
+def _cell_title(cell: Cell) -> str:
+    parts = [f"{cell.task} × {cell.treatment}: {cell.passed}/{cell.scored} passed ({pct(cell.pass_rate)})"]
+    if cell.scored:
+        parts.append(f"95% CI {pct(cell.wilson.low)}–{pct(cell.wilson.high)}")
+    parts.append(f"mean score {num(cell.mean_score, '.2f')}")
+    if cell.excluded or cell.flagged:
+        parts.append(f"{cell.excluded} excluded, {cell.flagged} flagged")
+    return "; ".join(parts)
+
+
+def _matrix(a: Analysis) -> list[tuple[str, list[MatrixCell]]]:
+    rows = []
+    for i, task in enumerate(a.tasks):
+        cells = []
+        for j, treatment in enumerate(a.treatments):
+            cell = a.cells.get((task, treatment))
+            anchor = f"c{i}-{j}"
+            if cell is None:
+                cells.append(MatrixCell("na", "—", f"{task} × {treatment}: no trials", ""))
+                continue
+            noisy = "*" if cell.excluded or cell.flagged else ""
+            text = "N/A" if finite(cell.pass_rate) is None else f"{cell.pass_rate * 100:.0f}"
+            cells.append(MatrixCell(bin_of(cell.pass_rate), text + noisy, _cell_title(cell), anchor))
+        rows.append((task, cells))
+    return rows
+
+
+def _trial_links(link: TrialLink, with_experiment: bool) -> tuple[FileLink, tuple[FileLink, ...]]:
+    name = f"{link.experiment_id}/r{link.trial}" if with_experiment else f"r{link.trial}"
+    title = f"trial {link.trial} of {link.experiment_id}: {link.verdict}, {link.category}"
+    if link.reason:
+        title += f" ({link.reason})"
+    text = f"{name} {_MARK.get(link.verdict, '?')}" + ("*" if link.category != "included" else "")
+    if link.files is None:
+        return FileLink(text, "", title + "; no record file known"), ()
+    streams = tuple(
+        FileLink("stream" if len(link.files.streams) == 1 else f"stream {k}", href(path), posixpath.basename(path))
+        for k, path in enumerate(link.files.streams, start=1)
+    )
+    return FileLink(text, href(link.files.record), title), streams
+
+
+def _folder(path: str) -> str:
+    """The folder that holds a trial's folder (``.../trials/``)."""
+    return posixpath.dirname(posixpath.dirname(path)) or "."
+
+
+def _trial_rows(a: Analysis) -> tuple[list[TrialRow], bool]:
+    total = sum(len(c.links) for c in a.cells.values())
+    inline = total <= INLINE_TRIALS
+    several = len(a.experiments) > 1
+    rows = []
+    for i, task in enumerate(a.tasks):
+        for j, treatment in enumerate(a.treatments):
+            cell = a.cells.get((task, treatment))
+            if cell is None:
+                continue
+            links = list(cell.links)
+            if not inline:
+                links.sort(key=lambda t: (_LOOK_FIRST.get(_state(t), 9), t.experiment_id, t.trial))
+                links = links[:CELL_SAMPLE]
+            folders = sorted({_folder(t.files.record) for t in cell.links if t.files is not None})
+            rows.append(
+                TrialRow(
+                    anchor=f"c{i}-{j}",
+                    task=task,
+                    treatment=treatment,
+                    summary=f"{cell.passed}/{cell.scored} passed, {len(cell.links)} trials",
+                    folders=tuple(FileLink(f + "/", href(f + "/")) for f in folders),
+                    pattern=f"{task}-{treatment}-r*",
+                    trials=tuple(_trial_links(t, several) for t in links),
+                    more=len(cell.links) - len(links),
+                )
+            )
+    return rows, inline
+
+
+def _state(link: TrialLink) -> str:
+    return link.category if link.category in ("excluded", "flagged") and link.verdict != "failed" else link.verdict
+
+
+def _listed(links: Sequence[TrialLink], with_experiment: bool) -> list[tuple[TrialLink, FileLink]]:
+    return [(t, _trial_links(t, with_experiment)[0]) for t in links[:LIST_LIMIT]]
+
+
+def _charts(a: Analysis) -> dict[str, Markup]:
+    reports = a.reports
+    base = next((r for r in reports if r.is_baseline), None)
+    charts = {
+        "pass_rate": interval_chart(
+            [
+                Row(r.name, r.analysis.pass_rate.mean, r.analysis.pass_rate.low, r.analysis.pass_rate.high)
+                for r in reports
+            ],
+            ident="chart-pass-rate",
+            title="Pass rate per treatment (mean over tasks, 95% interval; analysis set)",
+            reference=base.analysis.pass_rate.mean if base else None,
+        ),
+        "score": interval_chart(
+            [
+                Row(r.name, r.analysis.mean_score.mean, r.analysis.mean_score.low, r.analysis.mean_score.high)
+                for r in reports
+            ],
+            ident="chart-score",
+            title="Weighted score per treatment (mean over tasks, 95% interval; analysis set)",
+            fmt=lambda v: num(v, ".2f"),
+            reference=base.analysis.mean_score.mean if base else None,
+        ),
+        "cost": scatter_chart(
+            [
+                Point(
+                    r.name,
+                    r.spend.mean_cost_usd,
+                    r.analysis.pass_rate.mean,
+                    r.analysis.pass_rate.low,
+                    r.analysis.pass_rate.high,
+                )
+                for r in reports
+            ],
+            ident="chart-cost",
+            title="Cost per trial against pass rate, per treatment (95% interval on the pass rate)",
+            x_label="mean cost per trial (USD)",
+            y_label="pass rate",
+            x_fmt=lambda v: f"${fmt_number(v)}",
+        ),
+    }
+    diff_rows = [_difference_row(v.treatment, v.pass_rate) for v in a.verdicts]
+    charts["verdict"] = interval_chart(
+        diff_rows,
+        ident="chart-verdict",
+        title=f"Pass rate difference to {a.baseline} (paired over tasks, 95% interval)",
+        domain=symmetric_domain(diff_rows),
+        fmt=signed_pct,
+        tick_fmt=lambda v: signed_pct(v).replace(".0 pts", ""),
+        reference=0.0,
+    )
+    for k, name in enumerate(a.dimensions):
+        rows = [
+            _difference_row(d.treatment, d.difference)
+            for d in a.dimension_stats
+            if d.dimension == name and d.treatment != a.baseline
+        ]
+        charts[f"dim-{k}"] = interval_chart(
+            rows,
+            ident=f"chart-dim-{k}",
+            title=f"{name}: difference to {a.baseline} (paired over tasks, 95% interval)",
+            domain=symmetric_domain(rows),
+            fmt=lambda v: num(v, "+.2f"),
+            reference=0.0,
+        )
+    return charts
+
+
+def _title(a: Analysis) -> str:
+    if not a.experiments:
+        return "Comparison report"
+    shown = ", ".join(a.experiments[:3]) + (f" and {len(a.experiments) - 3} more" if len(a.experiments) > 3 else "")
+    return f"Comparison report: {shown}"
+
+
+_ENV = Environment(
+    loader=PackageLoader("scaffold.reports", "templates"),
+    undefined=StrictUndefined,
+    autoescape=True,  # every name in the page comes from task folders and treatment files: never trusted
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+_ENV.filters.update(pct=pct, num=num, money=money, interval=interval, clean=clean, signed_pct=signed_pct)
+_ENV.globals.update(comparison=_comparison, bin_of=bin_of)
+
+
+def render_html(analysis: Analysis) -> str:
+    """The complete report.html for *analysis*: one self-contained document (see the module docstring)."""
+    a = analysis
+    trial_rows, inline = _trial_rows(a)
+    several = len(a.experiments) > 1
+    return _ENV.get_template("report.html.j2").render(
+        a=a,
+        title=_title(a),
+        verdicts=[_verdict_row(v) for v in a.verdicts],
+        charts=_charts(a),
+        matrix=_matrix(a),
+        bins=[(f"b{k}", f"{k * 10}%") for k in range(11)],
+        trial_rows=trial_rows,
+        inline=inline,
+        inline_limit=INLINE_TRIALS,
+        cell_sample=CELL_SAMPLE,
+        excluded=_listed(a.excluded, several),
+        flagged=_listed(a.flagged, several),
+        list_limit=LIST_LIMIT,
+        dims_by_name={name: [d for d in a.dimension_stats if d.dimension == name] for name in a.dimensions},
+        failures=_top_failures(a.failures),
+        total_trials=sum(len(c.links) for c in a.cells.values()),
+        mc_draws=MONTE_CARLO_DRAWS,
+    )
+
+
+def _top_failures(rows: Iterable[FailureCause]) -> list[FailureCause]:
+    """The five commonest causes per treatment (rows come sorted by treatment, then most trials)."""
+    seen: dict[str, int] = {}
+    kept = []
+    for row in rows:
+        seen[row.treatment] = seen.get(row.treatment, 0) + 1
+        if seen[row.treatment] <= 5:
+            kept.append(row)
+    return kept
