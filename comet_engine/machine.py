@@ -19,11 +19,22 @@ from typing import Any
 import jsonschema
 
 from comet_engine.canonical import digest, short_id, thaw
-from comet_engine.checks import evaluate
 from comet_engine.definitions import ACTION_KINDS, Workflow
 from comet_engine.errors import RejectedError
+from comet_engine.graph import (
+    MAX_DEPTH,
+    Result,
+    Tx,
+    activate,
+    complete_run,
+    edges,
+    fail_run,
+    finish,
+    propose,
+    step_checks,
+)
 from comet_engine.guardrails import Block, check_action
-from comet_engine.state import SCHEMA_VERSION, TERMINAL, Outcome, Receipt, action_id
+from comet_engine.state import SCHEMA_VERSION, TERMINAL, Outcome, Receipt
 
 __all__ = [
     "MAX_DEPTH",
@@ -43,37 +54,6 @@ __all__ = [
     "start",
     "upgrade",
 ]
-
-#: Child runs nest at most this deep (a top-level run has depth 0).
-MAX_DEPTH = 32
-Result = tuple[dict[str, Any], list[dict[str, Any]]]
-_MAPS = ("actions", "waits", "open", "arrivals", "outputs", "artifacts", "children", "retries", "checks")
-
-
-class _Tx:
-    """A copy-on-write edit of one state: top-level maps are copied once, entries replaced, never mutated."""
-
-    def __init__(self, wf: Workflow, state: Mapping[str, Any]) -> None:
-        self.wf = wf
-        self.s: dict[str, Any] = dict(state)
-        for key in _MAPS:
-            self.s[key] = dict(state.get(key) or {})
-        self.events: list[dict[str, Any]] = []
-
-    @property
-    def run_id(self) -> str:
-        return str(self.s["runId"])
-
-    def emit(self, event: str, /, **fields: Any) -> None:
-        self.events.append({"type": event, "runId": self.run_id, **fields})
-
-    def action(self, aid: str) -> dict[str, Any]:
-        return dict(self.s["actions"][aid])
-
-    def done(self) -> Result:
-        _settle(self)
-        return self.s, self.events
-
 
 # --- starting -------------------------------------------------------------------------------------------
 
@@ -117,10 +97,10 @@ def start(
         "error": None,
         "checks": {},
     }
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     tx.emit("run_started", definitionId=wf.id, definitionVersion=wf.version, definitionHash=wf.hash)
     if wf.orchestration == "deterministic" and wf.entry is not None:
-        _activate(tx, wf.entry)
+        activate(tx, wf.entry)
     return tx.done()
 
 
@@ -139,7 +119,7 @@ def claim(wf: Workflow, state: Mapping[str, Any], aid: str, *, token: str, now: 
         raise RejectedError(
             "confirmation-required", f"action {aid}: Blocked: user confirmation required; resolve its confirmation wait"
         )
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     act = tx.action(aid)
     act.update(status="claimed", claimToken=token, leaseExpiresAt=now + lease)
     tx.s["actions"][aid] = act
@@ -212,7 +192,7 @@ def record_outcome(
     if token != act.get("claimToken"):
         raise RejectedError("claim-mismatch", f"action {aid}: the claim token does not match the current claim")
     _check_outcome(wf, act, outcome)
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     _apply_outcome(tx, aid, outcome, token)
     state_out, events = tx.done()
     return state_out, events, receipt
@@ -224,7 +204,7 @@ def mark_unknown(wf: Workflow, state: Mapping[str, Any], aid: str, reason: str) 
     act = _get_action(state, aid)
     if act["status"] != "claimed":
         raise RejectedError("not-claimed", f"action {aid}: is {act['status']}; only a claimed action can be unknown")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     _to_unknown(tx, aid, reason)
     return tx.done()
 
@@ -241,7 +221,7 @@ def expire_leases(wf: Workflow, state: Mapping[str, Any], now: float) -> Result:
     ]
     if not expired or state["status"] in TERMINAL:
         return dict(state), []  # the common case: no copy of the maps, no event
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     for aid in expired:
         _to_unknown(tx, aid, "lease expired before an outcome was recorded")
     return tx.done()
@@ -266,7 +246,7 @@ def retry(wf: Workflow, state: Mapping[str, Any], aid: str) -> Result:
     block = _retry_block(wf, state, act)
     if block is not None:
         raise RejectedError(block.code, f"action {aid}: {block.message}")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     _grant_retry(tx, aid)
     return tx.done()
 
@@ -287,7 +267,7 @@ def reconcile(
         )
     if verdict == "succeeded":
         _check_outcome(wf, act, Outcome.succeeded(output))
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     act = tx.action(aid)
     act["reconciliation"] = {"verdict": verdict, "evidence": thaw(evidence)}
     tx.s["actions"][aid] = act
@@ -320,12 +300,12 @@ def resolve_wait(wf: Workflow, state: Mapping[str, Any], wid: str, *, proposal_d
         )
     if choice not in wait["choices"]:
         raise RejectedError("invalid-choice", f"wait {wid}: {choice!r} is not offered; choose one of {wait['choices']}")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     wait = dict(wait, status="resolved", decision=choice)
     tx.s["waits"][wid] = wait
     tx.emit("wait_resolved", waitId=wid, step=wait["step"], kind=wait["kind"], decision=choice)
     if wait["kind"] == "approval":
-        _finish(tx, wid, wait["step"], choice, {"decision": choice})
+        finish(tx, wid, wait["step"], choice, {"decision": choice})
     else:
         aid = wait["action"]
         act = tx.action(aid)
@@ -336,7 +316,7 @@ def resolve_wait(wf: Workflow, state: Mapping[str, Any], wid: str, *, proposal_d
             # Declined: the tool never runs; the step ends with the decision as its outcome.
             _close(tx, aid)
             tx.emit("action_cancelled", actionId=aid, step=act["step"], reason="confirmation declined")
-            _finish(tx, aid, act["step"], choice, None, status="failed" if choice != "approved" else "succeeded")
+            finish(tx, aid, act["step"], choice, None, status="failed" if choice != "approved" else "succeeded")
     return tx.done()
 
 
@@ -346,10 +326,10 @@ def record_evidence(wf: Workflow, state: Mapping[str, Any], wid: str, evidence: 
     wait = _open_wait(state, wid)
     if wait["kind"] != "evidence":
         raise RejectedError("wrong-wait", f"wait {wid}: is a {wait['kind']} wait; decide it with resolve_wait")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     tx.s["waits"][wid] = dict(wait, status="resolved", evidence=thaw(evidence))
     tx.emit("wait_resolved", waitId=wid, step=wait["step"], kind="evidence", evidenceDigest=digest(evidence))
-    _finish(tx, wid, wait["step"], "succeeded", thaw(evidence))
+    finish(tx, wid, wait["step"], "succeeded", thaw(evidence))
     return tx.done()
 
 
@@ -364,14 +344,14 @@ def child_finished(
     entry = (state.get("children") or {}).get(child_run_id)
     if entry is None or entry["status"] in TERMINAL:
         raise RejectedError("unknown-child", f"run {state['runId']}: no running child {child_run_id!r}")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     tx.s["children"][child_run_id] = dict(entry, status=status)
     tx.emit("child_finished", childRunId=child_run_id, step=entry["step"], status=status)
     route = "succeeded" if status == "completed" else "failed"
-    if route == "failed" and not _edges(wf, entry["step"], "failed", "failed"):
-        _fail_run(tx, "child-failed", f"child run {child_run_id} {status}: {error or 'no error given'}", entry["step"])
+    if route == "failed" and not edges(wf, entry["step"], "failed", "failed"):
+        fail_run(tx, "child-failed", f"child run {child_run_id} {status}: {error or 'no error given'}", entry["step"])
     else:
-        _finish(tx, entry["instance"], entry["step"], route, output, status=route)
+        finish(tx, entry["instance"], entry["step"], route, output, status=route)
     return tx.done()
 
 
@@ -379,7 +359,7 @@ def cancel(wf: Workflow, state: Mapping[str, Any], reason: str) -> Result:
     """Cancel a run: open actions and waits are cancelled; outcomes for them are refused afterwards."""
     if state["status"] in TERMINAL:
         raise RejectedError("run-finished", f"run {state['runId']}: is already {state['status']}")
-    tx = _Tx(wf, state)
+    tx = Tx(wf, state)
     for iid in list(tx.s["open"]):
         if iid in tx.s["actions"]:
             _close(tx, iid)
@@ -417,7 +397,7 @@ def upgrade(old: Workflow, new: Workflow, state: Mapping[str, Any]) -> Result:
             raise RejectedError(
                 "upgrade-step", f"run {run}: open step {sid!r} does not exist in version {new.version!r}"
             )
-    tx = _Tx(new, state)
+    tx = Tx(new, state)
     tx.s.update(
         skillVersion=new.version,
         definitionId=new.id,
@@ -443,8 +423,8 @@ def accept_adaptive_action(
     block = check_action(wf.guardrails, iteration=state["iteration"], kind=kind, ref=ref, confirmed=False, retries=0)
     if block is not None and block.code != "confirmation-required":
         raise RejectedError(block.code, block.message)
-    tx = _Tx(wf, state)
-    _propose(tx, step_id, kind, ref, thaw(input) if input is not None else {}, "manual", block)
+    tx = Tx(wf, state)
+    propose(tx, step_id, kind, ref, thaw(input) if input is not None else {}, "manual", block)
     return tx.done()
 
 
@@ -455,8 +435,8 @@ def complete(wf: Workflow, state: Mapping[str, Any]) -> Result:
         raise RejectedError("not-adaptive", f"run {state['runId']}: completes when its graph has no open path")
     if state["open"]:
         raise RejectedError("open-work", f"run {state['runId']}: settle its open actions before completing it")
-    tx = _Tx(wf, state)
-    _complete(tx)
+    tx = Tx(wf, state)
+    complete_run(tx)
     return tx.done()
 
 
@@ -512,7 +492,7 @@ def _check_outcome(wf: Workflow, act: Mapping[str, Any], outcome: Outcome) -> No
         )
 
 
-def _apply_outcome(tx: _Tx, aid: str, outcome: Outcome, token: str | None) -> None:
+def _apply_outcome(tx: Tx, aid: str, outcome: Outcome, token: str | None) -> None:
     act = tx.action(aid)
     token_digest = short_id(token) if token is not None else None
     entry = {"attempt": act["attempt"], "tokenDigest": token_digest, "digest": outcome.digest, "status": outcome.status}
@@ -534,23 +514,23 @@ def _apply_outcome(tx: _Tx, aid: str, outcome: Outcome, token: str | None) -> No
         if outcome.artifacts:
             tx.s["artifacts"].update(thaw(outcome.artifacts))
         _close(tx, aid)
-        _finish(tx, aid, act["step"], outcome.route or "succeeded", thaw(outcome.output))
-    elif _edges(tx.wf, act["step"], "failed", "failed"):
+        finish(tx, aid, act["step"], outcome.route or "succeeded", thaw(outcome.output))
+    elif edges(tx.wf, act["step"], "failed", "failed"):
         _close(tx, aid)
-        _finish(tx, aid, act["step"], "failed", None, status="failed")
+        finish(tx, aid, act["step"], "failed", None, status="failed")
     elif act["retry"] != "manual":
         _auto_retry(tx, aid)
     else:
-        _step_checks(tx, act["step"])
+        step_checks(tx, act["step"])
 
 
-def _close(tx: _Tx, aid: str) -> None:
+def _close(tx: Tx, aid: str) -> None:
     """An action that has ended leaves the state (its history is in the trajectory): states stay small."""
     del tx.s["actions"][aid]
     tx.s["retries"].pop(aid, None)
 
 
-def _to_unknown(tx: _Tx, aid: str, reason: str) -> None:
+def _to_unknown(tx: Tx, aid: str, reason: str) -> None:
     act = tx.action(aid)
     act.update(status="unknown", error=reason)
     tx.s["actions"][aid] = act
@@ -567,16 +547,16 @@ def _retry_block(wf: Workflow, state: Mapping[str, Any], act: Mapping[str, Any])
     )
 
 
-def _auto_retry(tx: _Tx, aid: str) -> None:
+def _auto_retry(tx: Tx, aid: str) -> None:
     act = tx.s["actions"][aid]
     block = _retry_block(tx.wf, tx.s, act)
     if block is not None:
-        _fail_run(tx, block.code, f"action {aid}: {block.message}", act["step"])
+        fail_run(tx, block.code, f"action {aid}: {block.message}", act["step"])
         return
     _grant_retry(tx, aid)
 
 
-def _grant_retry(tx: _Tx, aid: str) -> None:
+def _grant_retry(tx: Tx, aid: str) -> None:
     retries = int(tx.s["retries"].get(aid, 0)) + 1
     tx.s["retries"][aid] = retries
     act = tx.action(aid)
@@ -586,203 +566,3 @@ def _grant_retry(tx: _Tx, aid: str) -> None:
     act.pop("reconciliation", None)
     tx.s["actions"][aid] = act
     tx.emit("action_retried", actionId=aid, step=act["step"], attempt=act["attempt"], retries=retries)
-
-
-def _edges(wf: Workflow, step_id: str, route: str, status: str) -> list[str]:
-    targets = [t.target for t in wf.outgoing(step_id) if t.on == route]
-    if not targets and status == "succeeded" and route != "succeeded":
-        # A named outcome with no edge of its own follows the plain success edges.
-        targets = [t.target for t in wf.outgoing(step_id) if t.on == "succeeded"]
-    return targets
-
-
-def _finish(tx: _Tx, instance: str, step_id: str, route: str, output: Any, status: str = "succeeded") -> None:
-    """End one activation of *step_id* with *route*, then take the matching transitions."""
-    tx.s["open"].pop(instance, None)
-    targets = _edges(tx.wf, step_id, route, status)
-    # The trajectory keeps every output; the state only those the graph reads later and path results,
-    # so that a state stays small however many steps a run has taken.
-    if output is not None and (not targets or step_id in tx.wf.read_steps):
-        tx.s["outputs"][step_id] = output
-    else:
-        tx.s["outputs"].pop(step_id, None)
-    tx.emit("step_completed", step=step_id, instance=instance, route=route, next=targets, output=output)
-    _step_checks(tx, step_id)
-    for target in targets:
-        if tx.s["status"] in TERMINAL:
-            return
-        tx.s["transitions"] += 1
-        if tx.s["transitions"] > tx.wf.transition_limit:
-            _fail_run(
-                tx,
-                "transition-limit",
-                f"transition limit {tx.wf.transition_limit} reached at {step_id!r} -> {target!r}: "
-                "a loop did not end; raise transition_limit only if the loop is meant to run longer",
-                step_id,
-            )
-            return
-        join = tx.wf.steps[target].join
-        if join:
-            arrived = sorted({*tx.s["arrivals"].get(target, ()), step_id})
-            if set(arrived) != set(join):
-                tx.s["arrivals"][target] = arrived
-                continue
-            tx.s["arrivals"].pop(target, None)
-        _activate(tx, target)
-
-
-def _activate(tx: _Tx, step_id: str) -> None:
-    step = tx.wf.steps[step_id]
-    s = tx.s
-    iteration = s["iteration"]
-    if iteration >= tx.wf.guardrails.max_iterations:
-        block = check_action(tx.wf.guardrails, iteration=iteration, kind=step.kind, ref=None, confirmed=True, retries=0)
-        assert block is not None
-        _fail_run(tx, block.code, block.message, step_id)
-        return
-    s["currentStep"] = step_id
-    if step.kind in ACTION_KINDS:
-        block = check_action(
-            tx.wf.guardrails, iteration=iteration, kind=step.kind, ref=step.ref, confirmed=False, retries=0
-        )
-        if block is not None and block.code != "confirmation-required":
-            _fail_run(tx, block.code, block.message, step_id)
-            return
-        _propose(tx, step_id, step.kind, step.ref, _action_input(tx, step_id), step.retry, block)
-        return
-    s["iteration"] = iteration + 1
-    iid = action_id(tx.run_id, iteration, step_id)
-    if step.kind == "checkpoint":
-        tx.emit("checkpoint_recorded", step=step_id, iteration=iteration)
-        s["open"][iid] = step_id
-        _finish(tx, iid, step_id, "succeeded", None)
-    elif step.kind == "approval":
-        proposal = s["outputs"].get(step.proposal_from) if step.proposal_from else thaw(step.proposal)
-        body = {"question": step.question, "proposal": proposal, "choices": list(step.choices)}
-        wait = {"id": iid, "kind": "approval", "step": step_id, "iteration": iteration, "status": "open"}
-        wait |= body | {"digest": digest(body)}
-        s["waits"][iid] = wait
-        s["open"][iid] = step_id
-        tx.emit("wait_opened", waitId=iid, step=step_id, kind="approval", digest=wait["digest"])
-    elif step.kind == "evidence":
-        wait = {"id": iid, "kind": "evidence", "step": step_id, "iteration": iteration, "status": "open"}
-        wait |= {"validator": step.validator, "description": step.description, "digest": ""}
-        s["waits"][iid] = wait
-        s["open"][iid] = step_id
-        tx.emit("wait_opened", waitId=iid, step=step_id, kind="evidence", validator=step.validator)
-    elif step.kind == "child":
-        if s.get("depth", 0) + 1 > MAX_DEPTH:
-            _fail_run(tx, "child-depth", f"step {step_id!r}: child runs nest at most {MAX_DEPTH} deep", step_id)
-            return
-        child_id = f"{tx.run_id}.{step_id}.{iteration}" if len(tx.run_id) < 64 else f"child-{iid}"
-        s["children"][child_id] = {
-            "step": step_id,
-            "instance": iid,
-            "workflow": step.ref,
-            "version": step.version,
-            "status": "starting",
-            "input": _action_input(tx, step_id),
-        }
-        s["open"][iid] = step_id
-        tx.emit("child_requested", childRunId=child_id, step=step_id, workflow=step.ref, version=step.version)
-
-
-def _propose(tx: _Tx, step_id: str, kind: str, ref: str | None, payload: Any, policy: str, block: Block | None) -> None:
-    s = tx.s
-    iteration = s["iteration"]
-    s["iteration"] = iteration + 1
-    aid = action_id(tx.run_id, iteration, step_id)
-    confirmed = block is None
-    s["actions"][aid] = {
-        "id": aid,
-        "step": step_id,
-        "kind": kind,
-        "ref": ref,
-        "iteration": iteration,
-        "status": "pending",
-        "attempt": 1,
-        "claimToken": None,
-        "leaseExpiresAt": None,
-        "input": payload,
-        "inputDigest": digest(payload),
-        "confirmed": confirmed,
-        "retry": policy,
-        "outcome": None,
-    }
-    s["open"][aid] = step_id
-    s["currentStep"] = step_id
-    tx.emit("action_proposed", actionId=aid, step=step_id, kind=kind, ref=ref, iteration=iteration, attempt=1)
-    if not confirmed:
-        wid = short_id(tx.run_id, iteration, step_id, "confirmation")
-        body = {"question": f"Run {kind} {ref!r}?", "proposal": {"action": aid, "ref": ref, "input": payload}}
-        body["choices"] = ["approved", "rejected"]
-        s["waits"][wid] = {
-            "id": wid,
-            "kind": "confirmation",
-            "step": step_id,
-            "iteration": iteration,
-            "status": "open",
-            "action": aid,
-            **body,
-            "digest": digest(body),
-        }
-        tx.emit("wait_opened", waitId=wid, step=step_id, kind="confirmation", actionId=aid)
-
-
-def _action_input(tx: _Tx, step_id: str) -> dict[str, Any]:
-    step = tx.wf.steps[step_id]
-    if step.input_from is not None:
-        base = tx.s["outputs"].get(step.input_from)
-        base = dict(base) if isinstance(base, Mapping) else {"value": base}
-    else:
-        base = dict(tx.s["input"])
-    if step.input is not None:
-        base.update(thaw(step.input))
-    return base
-
-
-def _step_checks(tx: _Tx, step_id: str) -> None:
-    if any(c.scope == "step" for c in tx.wf.checks):
-        _record_checks(tx, "step", step_id)
-
-
-def _record_checks(tx: _Tx, scope: str, step_id: str | None = None) -> None:
-    results = evaluate(tx.wf.checks, tx.s, scope, step=step_id)
-    if not results:
-        return
-    for result in results:
-        tx.s["checks"][result.id] = result.to_json()
-    tx.emit("checks_evaluated", scope=scope, step=step_id, results=[r.to_json() for r in results])
-
-
-def _fail_run(tx: _Tx, code: str, message: str, step: str | None) -> None:
-    tx.s["status"] = "failed"
-    tx.s["error"] = {"code": code, "message": message, "step": step}
-    tx.emit("run_failed", code=code, message=message, step=step)
-
-
-def _complete(tx: _Tx) -> None:
-    tx.s["status"] = "completed"
-    tx.s["pending"] = ""
-    tx.emit("run_completed")
-    _record_checks(tx, "completion")
-
-
-def _settle(tx: _Tx) -> None:
-    """Derive ``status`` and ``pending`` from what is open; complete the run when no path is left."""
-    s = tx.s
-    if s["status"] in TERMINAL:
-        s["pending"] = ""
-        return
-    open_ = s["open"]
-    pending = next((iid for iid in open_ if iid in s["actions"]), "")
-    s["pending"] = pending
-    if open_:
-        s["status"] = "waiting"
-        s["currentStep"] = open_[next(iter(open_))]
-        return
-    if tx.wf.orchestration == "adaptive" or s["arrivals"]:
-        # Adaptive runs end when their agent says so; a join still missing parents is stuck (idle).
-        s["status"] = "running"
-        return
-    _complete(tx)
