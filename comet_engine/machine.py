@@ -377,6 +377,7 @@ def cancel(wf: Workflow, state: Mapping[str, Any], reason: str) -> Result:
 
 def upgrade(old: Workflow, new: Workflow, state: Mapping[str, Any]) -> Result:
     """Move a run to definition *new*, with the seed's guards; recorded as ``state_migrated``."""
+    _live(state)
     run = state["runId"]
     open_actions = [i for i in state["open"] if i in state["actions"]]
     if open_actions:

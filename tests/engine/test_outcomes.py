@@ -355,3 +355,26 @@ def test_racing_claims_from_many_runtimes_exactly_one_wins() -> None:
         t.join()
     assert sorted(results) == ["action-in-flight"] * 7 + ["won"]
     assert [e["type"] for e in store.events("r")].count("action_claimed") == 1
+
+
+def test_executors_can_parse_their_input_into_a_typed_model(rt: Runtime) -> None:
+    from pydantic import BaseModel, ValidationError
+
+    class Order(BaseModel):
+        sku: str
+        quantity: int
+
+    seen: list[Order] = []
+
+    def place(order: Order, ctx: ExecutionContext) -> Any:
+        seen.append(order)
+        return {"placed": order.quantity}
+
+    rt.register_executor("work", place, parse=Order.model_validate)
+    rt.start(two_steps(), "good", {"sku": "A-1", "quantity": "2"})
+    rt.run_until_blocked("good")
+    assert seen == [Order(sku="A-1", quantity=2)]
+    rt.start(two_steps(), "bad", {"sku": "A-1"})
+    blocked = rt.run_until_blocked("bad")
+    assert blocked.reason == "failed" and len(seen) == 1
+    assert ValidationError.__name__ in (blocked.action.outcome or {})["error"]  # type: ignore[union-attr]

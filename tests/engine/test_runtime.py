@@ -150,6 +150,10 @@ def test_upgrades_are_explicit_guarded_and_recorded() -> None:
     )
     run = rt.upgrade("g", g2)
     assert run.definition_hash == g2.hash and run.raw["skillVersion"] == "2"
+    rt.cancel("r")
+    with pytest.raises(RejectedError) as info:
+        rt.upgrade("r", v2)
+    assert info.value.code == "run-finished"
     migrated = [e for e in rt.events("g") if e["type"] == "state_migrated"]
     assert migrated == [
         {
