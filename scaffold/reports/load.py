@@ -61,9 +61,9 @@ def load_experiments(dirs: Sequence[Path], *, link_base: Path | None = None) -> 
     owners: dict[tuple[str, str], Path] = {}
     for directory in seen_dirs.values():
         listing = _scan(directory / "trials")
-        found, unreadable = read_records(sorted(listing))
+        found, unreadable = read_records([directory / "trials" / folder / RECORD_FILE for folder in sorted(listing)])
         problems.extend(unreadable)
-        by_case = {p.parent.name: (p, streams) for p, streams in listing.items()}
+        prefix = _link_prefix(directory / "trials", link_base)
         for record in found:
             pair = (record.task, record.treatment)
             first = hashes.setdefault(pair, (record.config_hash, directory))
@@ -80,39 +80,41 @@ def load_experiments(dirs: Sequence[Path], *, link_base: Path | None = None) -> 
                     f"{owners[key]} and {directory}; pass each experiment directory once"
                 )
             owners[key] = directory
-            if (entry := by_case.get(record.case_id)) is not None:
-                files[key] = TrialFiles(_link(entry[0], link_base), tuple(_link(p, link_base) for p in entry[1]))
+            if (streams := listing.get(record.case_id)) is not None:
+                folder = f"{prefix}/{record.case_id}/"
+                files[key] = TrialFiles(folder + RECORD_FILE, tuple(folder + name for name in streams))
             records.append(record)
     records.sort(key=lambda r: (r.task, r.treatment, r.trial, r.experiment_id))
     return Loaded(tuple(records), files, tuple(problems), tuple(seen_dirs.values()))
 
 
-def _scan(trials: Path) -> dict[Path, list[Path]]:
-    """record.json path -> the agent's raw streams (``agent.*``), for every trial folder with a record.
+def _scan(trials: Path) -> dict[str, list[str]]:
+    """Trial folder name -> names of the agent's raw streams (``agent.*``), for folders with a record.
 
-    One directory listing per trial folder (scandir, not glob + iterdir): at 100,000 trials the listing
-    is a large part of the reporting time.
+    One directory listing per trial folder (scandir, not glob + iterdir) and plain strings, not Paths:
+    at 100,000 trials the listing and the links are a large part of the reporting time.
     """
-    found: dict[Path, list[Path]] = {}
+    found: dict[str, list[str]] = {}
     with os.scandir(trials) as folders:
         for folder in folders:
             if not folder.is_dir():
                 continue
-            record: Path | None = None
-            streams: list[Path] = []
+            has_record = False
+            streams: list[str] = []
             with os.scandir(folder.path) as entries:
                 for entry in entries:
                     if entry.name == RECORD_FILE:
-                        record = Path(entry.path)
+                        has_record = True
                     elif entry.name.startswith(_STREAM_PREFIX) and entry.is_file():
-                        streams.append(Path(entry.path))
-            if record is not None:
-                found[record] = sorted(streams)
+                        streams.append(entry.name)
+            if has_record:
+                found[folder.name] = sorted(streams)
     return found
 
 
-def _link(path: Path, base: Path | None) -> str:
+def _link_prefix(trials: Path, base: Path | None) -> str:
+    """How links to files under *trials* start: relative to *base*, or absolute without one."""
     if base is None:
-        return str(path.absolute())
+        return trials.absolute().as_posix()
     # os.path.relpath also walks up ("../experiments/..."), which Path.relative_to cannot before 3.12.
-    return Path(os.path.relpath(path.absolute(), base.absolute())).as_posix()
+    return Path(os.path.relpath(trials.absolute(), base.absolute())).as_posix()
