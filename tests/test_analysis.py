@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import (
@@ -360,3 +362,36 @@ def test_the_result_does_not_depend_on_record_order() -> None:
         return (a.verdicts, a.reports, a.dimension_stats, a.failures, tuple(a.cells.items()))
 
     assert key(build_analysis(records)) == key(build_analysis(list(reversed(records))))
+
+
+VERDICT_CODES = st.sampled_from("PFEXG")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["CONTROL", "A", "B"]),
+        st.dictionaries(st.sampled_from([f"t{i}" for i in range(8)]), st.text(VERDICT_CODES, min_size=1, max_size=4)),
+        max_size=3,
+    ),
+    st.sampled_from(["CONTROL", "A", "MISSING"]),
+)
+def test_any_trial_set_gives_a_consistent_analysis(spec: dict[str, dict[str, str]], baseline: str) -> None:
+    records = suite(spec)
+    a = build_analysis(records, baseline=baseline)
+    assert a.counts.trials == len(records)
+    assert a.counts.included + a.counts.flagged + a.counts.excluded == len(records)
+    assert sum(r.counts.trials for r in a.reports) == len(records)
+    assert sum(len(c.links) for c in a.cells.values()) == len(records)
+    assert len(a.verdicts) == len(a.treatments) - (baseline in a.treatments)
+    for v in a.verdicts:
+        assert v.label in ("improvement", "regression", "no significant difference", INSUFFICIENT, INCONCLUSIVE)
+        assert v.reason
+    for r in a.reports:
+        for row in r.passk:
+            for est in (row.pass_at_k, row.pass_hat_k, row.pass_hat_k_observed):
+                assert math.isnan(est.mean) or 0.0 <= est.mean <= 1.0
+        # pass@k grows with k and pass^k shrinks (per task, so also their means over the same tasks).
+        means = [row.pass_at_k.mean for row in r.passk if not math.isnan(row.pass_at_k.mean)]
+        assert means == sorted(means)
+    assert build_analysis(list(reversed(records)), baseline=baseline).verdicts == a.verdicts
