@@ -111,6 +111,18 @@ def test_bad_gates_and_report_configs_are_usage_errors(
     assert not experiment(pytester).exists()
 
 
+def test_html_by_flag_and_by_config_file(pytester: pytest.Pytester, helped: TaskFactory) -> None:
+    result = run(pytester, "--task=t0", "--html")
+    result.stdout.fnmatch_lines([f"report: {experiment(pytester) / 'report.html'}"])
+    page = (experiment(pytester) / "report.html").read_text()
+    assert 'href="trials/t0-CONTROL-r1/record.json"' in page
+    config = pytester.path / "outputs.json"
+    config.write_text('{"report_outputs": {"html": true, "markdown": false}}')
+    (experiment(pytester) / "report.html").unlink()
+    run(pytester, "--task=t0", f"--report-config={config}").assert_outcomes(passed=1, xfailed=1)
+    assert (experiment(pytester) / "report.html").is_file()
+
+
 def test_report_outputs_from_the_environment(
     pytester: pytest.Pytester, helped: TaskFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

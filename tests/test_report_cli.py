@@ -4,10 +4,12 @@ gates and the exit status (0 pass, 1 a gate failed, 2 usage error)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -151,3 +153,24 @@ def test_markdown_off_by_configuration_and_the_real_command(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in one.iterdir()) == ["results.jsonl", "trials"]
+
+
+def test_html_by_flag_with_links_that_resolve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one, two = shards(tmp_path)
+    out = tmp_path / "out"
+    assert main(["report", str(one), str(two), "--out", str(out), "--html"]) == 0
+    assert f"wrote {out / 'report.html'}" in capsys.readouterr().out
+    page = (out / "report.html").read_text()
+    assert page.lstrip().lower().startswith("<!doctype html>")
+    links = re.findall(r'href="(\.\./shard-[^"]+)"', page)
+    assert links and all((out / unquote(link)).is_file() for link in links)
+    assert (out / "report.html").stat().st_mode & 0o777 == 0o644
+
+
+def test_html_by_report_config_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    one, _ = shards(tmp_path)
+    monkeypatch.setenv("COMET_EVAL_REPORT_CONFIG", '{"report_outputs": {"markdown": false, "html": true}}')
+    assert main(["report", str(one)]) == 0
+    assert sorted(p.name for p in one.iterdir()) == ["report.html", "results.jsonl", "trials"]

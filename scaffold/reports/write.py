@@ -8,14 +8,12 @@ results.jsonl           one line per trial (docs/results-schema.md)             
 
 from __future__ import annotations
 
-import importlib
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.errors import ReportError
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import Analysis, TrialFiles, build_analysis
 from scaffold.reports.comparison import render_comparison
@@ -56,22 +54,11 @@ def write_reports(
         paths.append(write_text_atomic(out_dir / SUMMARY, [render_summary(title, records, problems, analysis)]))
         paths.append(write_text_atomic(out_dir / COMPARISON, [render_comparison(analysis, title)]))
     if outputs.html:
-        paths.append(write_text_atomic(out_dir / HTML, [_render_html(analysis)]))
+        from scaffold.reports.html import render_html  # only when asked for: it has its own templates
+
+        paths.append(write_text_atomic(out_dir / HTML, [render_html(analysis)]))
     paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files)))
     return Written(analysis, tuple(paths))
-
-
-def _render_html(analysis: Analysis) -> str:
-    # The HTML renderer is its own module (scaffold.reports.html); imported here, only when asked for.
-    try:
-        module = importlib.import_module("scaffold.reports.html")
-    except ImportError:
-        raise ReportError(
-            "report.html was asked for (--html, --report-config or $COMET_EVAL_REPORT_CONFIG), but this "
-            "installation has no HTML renderer (scaffold.reports.html); turn HTML off or update comet-eval"
-        ) from None
-    text: str = module.render_html(analysis)
-    return text
 
 
 def write_text_atomic(path: Path, chunks: Iterable[str]) -> Path:
