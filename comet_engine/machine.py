@@ -193,7 +193,7 @@ def record_outcome(
         raise RejectedError("claim-mismatch", f"action {aid}: the claim token does not match the current claim")
     _check_outcome(wf, act, outcome)
     tx = Tx(wf, state)
-    _apply_outcome(tx, aid, outcome, token)
+    _apply_outcome(tx, aid, outcome, token, receipt.digest)
     state_out, events = tx.done()
     return state_out, events, receipt
 
@@ -493,10 +493,11 @@ def _check_outcome(wf: Workflow, act: Mapping[str, Any], outcome: Outcome) -> No
         )
 
 
-def _apply_outcome(tx: Tx, aid: str, outcome: Outcome, token: str | None) -> None:
+def _apply_outcome(tx: Tx, aid: str, outcome: Outcome, token: str | None, known_digest: str = "") -> None:
+    outcome_digest = known_digest or outcome.digest  # hashing the outcome is the costly part: once only
     act = tx.action(aid)
     token_digest = short_id(token) if token is not None else None
-    entry = {"attempt": act["attempt"], "tokenDigest": token_digest, "digest": outcome.digest, "status": outcome.status}
+    entry = {"attempt": act["attempt"], "tokenDigest": token_digest, "digest": outcome_digest, "status": outcome.status}
     history = [*act.get("history", ()), entry]
     act.update(status=outcome.status, outcome=outcome.to_json(), history=history, leaseExpiresAt=None)
     tx.s["actions"][aid] = act
@@ -508,7 +509,7 @@ def _apply_outcome(tx: Tx, aid: str, outcome: Outcome, token: str | None) -> Non
         status=outcome.status,
         route=outcome.route,
         error=outcome.error,
-        digest=outcome.digest,
+        digest=outcome_digest,
         tokenDigest=token_digest,
     )
     if outcome.status == "succeeded":
