@@ -18,7 +18,11 @@ __all__ = ["Store", "StoredRun"]
 
 @dataclass(frozen=True, slots=True)
 class StoredRun:
-    """A run as loaded: its id, the revision it is at (1 after create) and its state (a JSON object)."""
+    """A run as loaded: its id, the revision it is at (1 after create) and its state (a JSON object).
+
+    Every store stamps ``runId`` and ``revision`` into the state it keeps and returns (a state may carry
+    ``runId`` only with its own id; a stale ``revision`` in a committed state is simply overwritten).
+    """
 
     run_id: str
     revision: int

@@ -16,9 +16,11 @@ from typing import Any
 
 from comet_engine.errors import CorruptRunError, StoreError
 
-__all__ = ["CRASH_ENV", "crash_point", "decode_event", "decode_state", "encode_events", "encode_state"]
+__all__ = ["CRASH_ENV", "RESERVED", "crash_point", "decode_event", "decode_state", "encode_events", "encode_state"]
 
 CRASH_ENV = "COMET_ENGINE_CRASH_AT"
+# Keys only a store writes into a state document; ``revision`` is not here: it is overwritten, not refused.
+RESERVED = ("trajectoryBytes",)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
@@ -32,11 +34,24 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def encode_state(run_id: str, state: Mapping[str, Any]) -> str:
+def encode_state(run_id: str, revision: int, state: Mapping[str, Any], **store_keys: int) -> str:
+    """The stored document: *state* with ``runId`` and ``revision`` stamped at the top level.
+
+    ``runId`` is the seed's field: a state may carry it, but only with this run's id. ``revision`` is
+    always the store's, so a caller may hand back a loaded state unchanged. *store_keys* are a backend's
+    own bookkeeping (the file store's ``trajectoryBytes``), which a state may not use.
+    """
     if not isinstance(state, Mapping):
         raise StoreError(f"run {run_id!r}: the state must be a JSON object (a mapping), got {type(state).__name__}")
+    if state.get("runId", run_id) != run_id:
+        raise StoreError(
+            f"run {run_id!r}: the state says runId {state['runId']!r}; a run's state must carry its own run id"
+        )
+    reserved = sorted(key for key in RESERVED if key in state)
+    if reserved:
+        raise StoreError(f"run {run_id!r}: state field {reserved[0]!r} is reserved for the store; rename it")
     try:
-        return _ENCODER.encode(state)
+        return _ENCODER.encode({**state, "runId": run_id, "revision": revision, **store_keys})
     except (TypeError, ValueError) as err:
         raise StoreError(
             f"run {run_id!r}: the state is not plain JSON ({err}); keep only dict, list, str, int, "

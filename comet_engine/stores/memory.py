@@ -35,7 +35,7 @@ class MemoryStore:
 
     def create(self, run_id: str, state: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> StoredRun:
         check_run_id(run_id)
-        text, lines = encode_state(run_id, state), encode_events(run_id, 1, events)
+        text, lines = encode_state(run_id, 1, state), encode_events(run_id, 1, events)
         with self._lock:
             if run_id in self._runs:
                 raise RunExistsError(f"run {run_id!r} already exists in this memory store; choose another run id")
@@ -52,7 +52,7 @@ class MemoryStore:
         self, run_id: str, expected_revision: int, state: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
     ) -> StoredRun:
         revision = expected_revision + 1
-        text, lines = encode_state(run_id, state), encode_events(run_id, revision, events)
+        text, lines = encode_state(run_id, revision, state), encode_events(run_id, revision, events)
         with self._lock:
             run = self._get(run_id)
             if run.revision != expected_revision:

@@ -16,7 +16,7 @@ from comet_engine.errors import (
     StoreError,
     UnsafePathError,
 )
-from comet_engine.stores import MemoryStore, Store
+from comet_engine.stores import FileStore, MemoryStore, SQLiteStore, Store
 
 MakeStore = Callable[[], Store]
 
@@ -26,7 +26,15 @@ def make_memory(tmp_path: Path) -> MakeStore:
     return lambda: store
 
 
-BACKENDS: dict[str, Callable[[Path], MakeStore]] = {"memory": make_memory}
+def make_file(tmp_path: Path) -> MakeStore:
+    return lambda: FileStore(tmp_path / "runs")
+
+
+def make_sqlite(tmp_path: Path) -> MakeStore:
+    return lambda: SQLiteStore(tmp_path / "runs.db")
+
+
+BACKENDS: dict[str, Callable[[Path], MakeStore]] = {"memory": make_memory, "file": make_file, "sqlite": make_sqlite}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -46,9 +54,10 @@ def started(store: Store, run_id: str = "run-1") -> None:
 
 def test_create_publishes_revision_one_with_stamped_events(store: Store) -> None:
     created = store.create("run-1", {"runId": "run-1", "n": 1}, [{"type": "run_started"}])
-    assert (created.run_id, created.revision, dict(created.state)) == ("run-1", 1, {"runId": "run-1", "n": 1})
+    expected = {"runId": "run-1", "n": 1, "revision": 1}
+    assert (created.run_id, created.revision, dict(created.state)) == ("run-1", 1, expected)
     loaded = store.load("run-1")
-    assert (loaded.revision, dict(loaded.state)) == (1, {"runId": "run-1", "n": 1})
+    assert (loaded.revision, dict(loaded.state)) == (1, expected)
     assert store.events("run-1") == [{"type": "run_started", "revision": 1}]
 
 
@@ -92,7 +101,7 @@ def test_second_handle_sees_commits_and_loses_races(backend: MakeStore) -> None:
         second.commit("run-1", 1, {"counter": 2}, [{"type": "second"}])
     reloaded = second.load("run-1")
     second.commit("run-1", reloaded.revision, {"counter": 2}, [{"type": "second"}])
-    assert first.load("run-1").state == {"counter": 2}
+    assert first.load("run-1").state == {"counter": 2, "runId": "run-1", "revision": 3}
     assert [e["revision"] for e in first.events("run-1")] == [1, 2, 3]
 
 
@@ -134,12 +143,20 @@ def test_stored_values_are_isolated_from_callers(store: Store) -> None:
     state["items"].append(3)
     event["data"]["k"] = 2
     loaded = store.load("run-1")
-    assert loaded.state == {"items": [1, 2]}
+    assert loaded.state == {"items": [1, 2], "runId": "run-1", "revision": 1}
     loaded.state["items"].append(4)
     store.events("run-1")[0]["data"]["k"] = 5
-    assert store.load("run-1").state == {"items": [1, 2]}
+    assert store.load("run-1").state["items"] == [1, 2]
     assert store.events("run-1") == [{"type": "x", "data": {"k": 1}, "revision": 1}]
     assert "revision" not in event
+
+
+def test_a_loaded_state_can_be_committed_back_unchanged(store: Store) -> None:
+    """The stamped ``revision`` is the store's: handing a loaded state back never trips over it."""
+    started(store)
+    loaded = store.load("run-1")
+    result = store.commit("run-1", loaded.revision, loaded.state, [])
+    assert result.state == {**loaded.state, "revision": 2}
 
 
 def test_caller_revision_in_an_event_is_overwritten_by_the_store(store: Store) -> None:
@@ -150,7 +167,7 @@ def test_caller_revision_in_an_event_is_overwritten_by_the_store(store: Store) -
 def test_unicode_round_trips(store: Store) -> None:
     state = {"title": "技能 ✓", "nested": {"list": [None, True, 1.5, -3, "é"]}}
     store.create("run-1", state, [{"type": "note", "text": "第一步\nline two"}])
-    assert store.load("run-1").state == state
+    assert store.load("run-1").state == {**state, "runId": "run-1", "revision": 1}
     assert store.events("run-1")[0]["text"] == "第一步\nline two"
 
 
@@ -161,6 +178,9 @@ def test_unicode_round_trips(store: Store) -> None:
         ({"nan": float("nan")}, []),
         ({}, [{"type": "x", "when": {1, 2}}]),
         ({}, ["not an object"]),
+        ({"runId": "someone-else"}, []),
+        ({"trajectoryBytes": 0}, []),
+        (["not", "an", "object"], []),
     ],
 )
 def test_values_that_are_not_plain_json_are_refused_before_anything_is_written(
