@@ -16,7 +16,16 @@ from typing import Any
 
 from comet_engine.errors import CorruptRunError, StoreError
 
-__all__ = ["CRASH_ENV", "RESERVED", "crash_point", "decode_event", "decode_state", "encode_events", "encode_state"]
+__all__ = [
+    "CRASH_ENV",
+    "RESERVED",
+    "crash_point",
+    "decode_event",
+    "decode_state",
+    "encode_events",
+    "encode_state",
+    "stamped",
+]
 
 CRASH_ENV = "COMET_ENGINE_CRASH_AT"
 # Keys only a store writes into a state document; ``revision`` is not here: it is overwritten, not refused.
@@ -27,11 +36,22 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 def crash_point(name: str) -> None:
     """Kill this process with SIGKILL when ``COMET_ENGINE_CRASH_AT`` names *name* (crash tests only).
 
-    SIGKILL, not an exception: nothing may run after it (no ``finally``, no buffered flush), exactly
-    like a power cut or the OOM killer between two durable writes.
+    ``name#N`` kills at the Nth time this process reaches the point (to hit, say, the second commit of a
+    claim-then-record pair). SIGKILL, not an exception: nothing may run after it (no ``finally``, no
+    buffered flush), exactly like the OOM killer between two durable writes.
     """
-    if os.environ.get(CRASH_ENV) == name:
+    wanted = os.environ.get(CRASH_ENV)
+    if not wanted or not wanted.startswith(name):
+        return  # the common case: one dict lookup
+    point, _, nth = wanted.partition("#")
+    if point != name:
+        return
+    _reached[name] = _reached.get(name, 0) + 1
+    if _reached[name] >= int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+_reached: dict[str, int] = {}
 
 
 def encode_state(run_id: str, revision: int, state: Mapping[str, Any], **store_keys: int) -> str:
@@ -57,6 +77,15 @@ def encode_state(run_id: str, revision: int, state: Mapping[str, Any], **store_k
             f"run {run_id!r}: the state is not plain JSON ({err}); keep only dict, list, str, int, "
             "finite float, bool and None in run states"
         ) from err
+
+
+def stamped(run_id: str, revision: int, state: Mapping[str, Any]) -> dict[str, Any]:
+    """What create and commit return: the state with its stamps, without parsing back what was encoded.
+
+    A shallow copy: nested values are the caller's own (the store keeps its encoded copy), so a commit
+    costs one encode and no decode on the hot path.
+    """
+    return {**state, "runId": run_id, "revision": revision}
 
 
 def encode_events(run_id: str, revision: int, events: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from comet_engine.errors import ConflictError, CorruptRunError, RunExistsError, RunNotFoundError, StoreError
 from comet_engine.stores.base import StoredRun
-from comet_engine.stores.codec import crash_point, decode_event, decode_state, encode_events, encode_state
+from comet_engine.stores.codec import crash_point, decode_event, decode_state, encode_events, encode_state, stamped
 from comet_engine.stores.paths import check_run_id
 
 __all__ = ["LOCK_FILE", "STATE_FILE", "TRAJECTORY_FILE", "FileStore"]
@@ -94,7 +94,7 @@ class FileStore:
                     + ("; change mode keeps one run per directory: use another directory" if self._single else "")
                 )
             self._publish(run_id, handles, 0, data, text)
-        return StoredRun(run_id, 1, _without_store_keys(decode_state(run_id, text, STATE_FILE)))
+        return StoredRun(run_id, 1, stamped(run_id, 1, state))
 
     def load(self, run_id: str) -> StoredRun:
         document = self._read_document(run_id)
@@ -113,7 +113,7 @@ class FileStore:
             published = current["trajectoryBytes"]
             text = encode_state(run_id, revision, state, trajectoryBytes=published + len(data))
             self._publish(run_id, handles, published, data, text)
-        return StoredRun(run_id, revision, _without_store_keys(decode_state(run_id, text, STATE_FILE)))
+        return StoredRun(run_id, revision, stamped(run_id, revision, state))
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         document = self._read_document(run_id)

@@ -15,7 +15,7 @@ from typing import Any
 
 from comet_engine.errors import ConflictError, RunExistsError, RunNotFoundError
 from comet_engine.stores.base import StoredRun
-from comet_engine.stores.codec import encode_events, encode_state
+from comet_engine.stores.codec import encode_events, encode_state, stamped
 from comet_engine.stores.paths import check_run_id
 
 __all__ = ["MemoryStore"]
@@ -40,7 +40,7 @@ class MemoryStore:
             if run_id in self._runs:
                 raise RunExistsError(f"run {run_id!r} already exists in this memory store; choose another run id")
             self._runs[run_id] = _Run(1, text, lines)
-        return StoredRun(run_id, 1, json.loads(text))
+        return StoredRun(run_id, 1, stamped(run_id, 1, state))
 
     def load(self, run_id: str) -> StoredRun:
         with self._lock:
@@ -59,7 +59,7 @@ class MemoryStore:
                 raise ConflictError(run_id, expected_revision, run.revision)
             run.events.extend(lines)
             run.revision, run.state = revision, text
-        return StoredRun(run_id, revision, json.loads(text))
+        return StoredRun(run_id, revision, stamped(run_id, revision, state))
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         with self._lock:

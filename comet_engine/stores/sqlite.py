@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from comet_engine.errors import ConflictError, CorruptRunError, RunExistsError, RunNotFoundError, StoreError
 from comet_engine.stores.base import StoredRun
-from comet_engine.stores.codec import crash_point, decode_event, decode_state, encode_events, encode_state
+from comet_engine.stores.codec import crash_point, decode_event, decode_state, encode_events, encode_state, stamped
 from comet_engine.stores.paths import check_run_id
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -87,7 +87,7 @@ class SQLiteStore:
             )
             crash_point("sqlite-mid-transaction")
             db.execute("INSERT INTO runs VALUES (?, 1, ?, ?)", (run_id, len(lines), text))
-        return StoredRun(run_id, 1, decode_state(run_id, text, "state"))
+        return StoredRun(run_id, 1, stamped(run_id, 1, state))
 
     def load(self, run_id: str) -> StoredRun:
         row = self._connection().execute("SELECT revision, state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -115,7 +115,7 @@ class SQLiteStore:
                 "UPDATE runs SET revision = ?, event_count = ?, state = ? WHERE run_id = ?",
                 (revision, row[1] + len(lines), text, run_id),
             )
-        return StoredRun(run_id, revision, decode_state(run_id, text, "state"))
+        return StoredRun(run_id, revision, stamped(run_id, revision, state))
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
         db = self._connection()
