@@ -56,7 +56,7 @@ class SQLiteStore:
         self.synchronous = synchronous
         self.busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        self._all: list[tuple[int, sqlite3.Connection]] = []
         self._all_lock = threading.Lock()
 
     def __enter__(self) -> SQLiteStore:
@@ -66,10 +66,11 @@ class SQLiteStore:
         self.close()
 
     def close(self) -> None:
-        """Close the connections this process opened (any thread's)."""
+        """Close the connections this process opened (any thread's); a forked child leaves its parent's alone."""
         with self._all_lock:
-            for connection in self._all:
-                connection.close()
+            for pid, connection in self._all:
+                if pid == os.getpid():
+                    connection.close()
             self._all.clear()
         self._local = threading.local()
 
@@ -161,7 +162,9 @@ class SQLiteStore:
         # A new thread, or a forked child: never reuse a connection opened elsewhere.
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=True)
+            # Each thread opens its own connection (threading.local); the check is off only so that
+            # close() may close them all from whichever thread ends the store.
+            db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False)
             db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             db.execute("PRAGMA journal_mode = WAL")
             db.execute(f"PRAGMA synchronous = {self.synchronous}")
@@ -176,7 +179,7 @@ class SQLiteStore:
             raise StoreError(f"cannot open {self.path} ({err.strerror}); check the directory is writable") from err
         self._local.db, self._local.pid = db, os.getpid()
         with self._all_lock:
-            self._all.append(db)
+            self._all.append((os.getpid(), db))
         return db
 
     def _migrate(self, db: sqlite3.Connection) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,16 @@ def test_a_handle_reopens_after_close(tmp_path: Path) -> None:
     store.close()
     assert store.events("r") == [{"type": "x", "revision": 1}]
     store.close()
+
+
+def test_close_from_another_thread_closes_every_threads_connection(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    store.create("r", {}, [])
+    seen: list[sqlite3.Connection] = []
+    thread = threading.Thread(target=lambda: seen.append(store._connection()))
+    thread.start()
+    thread.join()
+    assert seen[0] is not store._connection()  # one connection per thread
+    store.close()
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        seen[0].execute("SELECT 1")
