@@ -7,6 +7,7 @@
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
     comet images build-base [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
+    comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit codes 0-4)
 
 Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error.
 """
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from comet_engine.skills.cli import add_commands as add_skill_commands
 from scaffold import __version__
 from scaffold.errors import CometError, Problem
 from scaffold.profiles import infer_profile, known_profiles
@@ -124,6 +126,8 @@ def _parser() -> argparse.ArgumentParser:
         help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; README: gates)",
     )
     report.set_defaults(func=_report)
+    skill = commands.add_parser("skill", help="skill packages and their engine runs (comet skill --help)")
+    add_skill_commands(skill)
     return parser
 
 
