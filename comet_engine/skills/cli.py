@@ -13,8 +13,8 @@ Every command takes ``--json`` (one JSON object on stdout; errors as ``{"error":
 Exit codes: 0 done (the run is waiting for its next action, or completed with every completion check
 passing; every check passed); 1 the run is blocked, failed or cancelled, or a check FAILed; 2 usage or
 validation error (a bad package, an unknown skill or run, a choice not offered); 3 conflict (the run
-already exists, the report is for another action or a stale proposal, an outcome differs from the one
-recorded, an upgrade guard refused); 4 integrity (a snapshot was tampered with, a run file is damaged).
+already exists or has ended, the report is for another action or a stale proposal, an outcome differs
+from the one recorded, an upgrade guard refused); 4 integrity (a snapshot was tampered with, a run file is damaged).
 """
 
 from __future__ import annotations

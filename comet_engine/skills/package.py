@@ -51,6 +51,7 @@ _REF_KINDS = {"invoke_skill": "skills", "call_tool": "tools", "handoff": "agents
 # libyaml's loader when PyYAML was built with it.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _M = TypeVar("_M", bound=BaseModel)
+_UNION_TAGS = {"str", "ToolModel"}
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 
 
@@ -247,7 +248,7 @@ def _pydantic_problems(exc: ValidationError, path: Path, data: Any) -> list[str]
     for err in exc.errors(include_url=False):
         loc = tuple(err["loc"])
         # Union members add their type name to the location (tools[0].ToolModel.name): drop it.
-        loc = tuple(p for p in loc if not (isinstance(p, str) and (p[:1].isupper() or p == "str")))
+        loc = tuple(p for p in loc if p not in _UNION_TAGS)
         key = _dotted(loc, data)
         kind = err["type"]
         if kind == "extra_forbidden":
