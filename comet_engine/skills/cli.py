@@ -50,11 +50,21 @@ __all__ = ["EXIT_BLOCKED", "EXIT_CONFLICT", "EXIT_INTEGRITY", "EXIT_OK", "EXIT_U
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_CONFLICT, EXIT_INTEGRITY = 0, 1, 2, 3, 4
 #: Refusals that are the guardrails speaking (the run is blocked), and refusals of a malformed request.
 _BLOCKED_CODES = {"iteration-budget", "not-declared", "confirmation-required", "retry-budget"}
+_EPILOG = """\
+exit codes:
+  0  the run waits for its next action, or completed with its completion checks passing
+  1  blocked by a guardrail, failed or cancelled, or a check FAILed
+  2  usage or validation error (invalid package, unknown skill or run, a choice not offered)
+  3  conflict (the run exists or has ended, a stale action id or proposal digest, an upgrade guard)
+  4  integrity (a tampered snapshot, a damaged run file)
+every command takes --json"""
 _USAGE_CODES = {"invalid-choice", "invalid-kind", "invalid-outcome", "invalid-verdict", "nothing-pending"}
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
     """Add the ``skill`` subcommands to *parser* (the ``comet skill`` parser of the harness CLI)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = _EPILOG
     commands = parser.add_subparsers(title="skill commands", metavar="COMMAND")
 
     add = commands.add_parser("add", help="validate a skill package and install it into the project")
