@@ -227,6 +227,9 @@ def test_a_report_resumes_after_a_process_died_at_each_commit_point(project: Pro
         resumed = project.ok("continue", "--run-id", run_id, "--action-id", pending, "--status", "succeeded")
 
         assert resumed["currentStep"] == "draft", point
+        # The companion files lagged behind the commit the killed process made; the next command caught up.
+        checkpoint = json.loads((project.run_dir(run_id) / "checkpoint.json").read_text())
+        assert checkpoint["revision"] == resumed["revision"], point
         completed = [e for e in project.events(run_id) if e["type"] == "action_completed"]
         assert [e["actionId"] for e in completed] == [pending], point
 
