@@ -126,6 +126,7 @@ def _parser() -> argparse.ArgumentParser:
         help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; README: gates)",
     )
     report.set_defaults(func=_report)
+
     skill = commands.add_parser("skill", help="skill packages and their engine runs (comet skill --help)")
     add_skill_commands(skill)
     return parser
