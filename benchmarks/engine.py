@@ -11,6 +11,9 @@ a directory ``fsync`` are measured on the same file system first and printed wit
 SQLite runs with ``synchronous=FULL`` (the store's default); the file store fsyncs events, the state's
 temp file and the directory on every commit.
 
+Then each store alone: commits per second of a small runtime-shaped state, to tell the store's share
+from the runtime's.
+
 Informational: exits 0 whatever the figures (goals are printed as PASS/MISS).
 
     .venv/bin/python benchmarks/engine.py [--steps 200] [--rounds 3] [--stores memory,file,sqlite]
@@ -90,6 +93,28 @@ def bench_store(name: str, make: Callable[[Path], Store], steps: int, rounds: in
     return durations
 
 
+def raw_commits(name: str, make: Callable[[Path], Store], commits: int) -> float:
+    """Commits per second of the store alone: one run, a state shaped like a runtime's, one event each."""
+    state = {
+        "status": "running",
+        "currentStep": "s042",
+        "iteration": 42,
+        "actions": {f"{i:016x}": {"step": f"s{i:03d}", "status": "claimed", "attempt": 1} for i in range(3)},
+        "outputs": {"s041": {"ok": True}},
+    }
+    with tempfile.TemporaryDirectory(prefix=f"comet-bench-raw-{name}-") as tmp:
+        store = make(Path(tmp))
+        store.create("raw", state, [{"type": "run_started"}])
+        start = time.perf_counter()
+        for revision in range(1, commits + 1):
+            store.commit("raw", revision, {**state, "iteration": revision}, [{"type": "action_claimed", "n": revision}])
+        elapsed = time.perf_counter() - start
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+    return commits / elapsed
+
+
 def flush_latencies(directory: Path, n: int = 50) -> tuple[float, float]:
     """Median seconds of an overwrite + fdatasync and of a directory fsync on this file system."""
     path = directory / "probe"
@@ -146,6 +171,10 @@ def main() -> int:
             f"{LABELS[name]:<20} {rate:>9,.0f} {quantile(durations, 0.5) * 1e3:>8.3f} "
             f"{quantile(durations, 0.99) * 1e3:>8.3f} {f'>= {goal:,.0f}':>9}  {verdict}"
         )
+    print(f"\n{'store alone':<20} {'commits/s':>9}  (a step needs two)")
+    for name in chosen:
+        count = 20_000 if name == "memory" else 400
+        print(f"{LABELS[name]:<20} {raw_commits(name, makers[name], count):>9,.0f}")
     # Each durable commit waits for at least one flush of the disk, and a step makes two commits.
     print(
         f"\nceiling from the disk alone: SQLite (1 WAL fdatasync per commit) ~{1 / (2 * datasync):,.0f} steps/s; "
