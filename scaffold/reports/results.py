@@ -21,7 +21,13 @@ RESULTS_SCHEMA_VERSION = 1
 _TOKEN_KEYS = ("input", "output", "cache_read", "cache_write")
 
 
+# One encoder for every line: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def _number(value: Any) -> float | None:
+    if type(value) is float:  # the common case first: this runs for every score of every trial
+        return value if math.isfinite(value) else None
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -81,4 +87,4 @@ def result_lines(
     ordered = sorted(records, key=lambda r: (r.task, r.treatment, r.experiment_id, r.trial, r.case_id))
     for record in ordered:
         row = result_row(record, files.get((record.experiment_id, record.case_id)))
-        yield json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        yield _ENCODER.encode(row) + "\n"

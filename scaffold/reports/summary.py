@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from statistics import fmean
 
@@ -19,7 +20,11 @@ __all__ = ["Group", "aggregate", "noise_of", "render_summary", "write_summary"]
 
 @dataclass
 class Group:
-    """The trials of one treatment, or of one (task, treatment) pair."""
+    """The trials of one treatment, or of one (task, treatment) pair.
+
+    Figures are computed once, on first use (cached): the template asks for each several times, and
+    at 100,000 trials every pass over the records counts. Fill ``records`` before reading any figure.
+    """
 
     records: list[TrialRecord] = field(default_factory=list)
 
@@ -27,10 +32,18 @@ class Group:
     def trials(self) -> int:
         return len(self.records)
 
-    def count(self, verdict: str) -> int:
-        return sum(r.verdict == verdict for r in self.records)
+    @cached_property
+    def _verdicts(self) -> Counter[str]:
+        return Counter(r.verdict for r in self.records)
 
-    @property
+    @cached_property
+    def _noise(self) -> Counter[str]:
+        return Counter(str(noise_of(r).get("category", "included")) for r in self.records)
+
+    def count(self, verdict: str) -> int:
+        return self._verdicts[verdict]
+
+    @cached_property
     def scored(self) -> list[TrialRecord]:
         """Trials that reached a verdict; errored ones are unscored, not failed."""
         return [r for r in self.records if r.verdict != "error"]
@@ -40,16 +53,16 @@ class Group:
         scored = self.scored
         return self.count("passed") / len(scored) if scored else None
 
-    @property
+    @cached_property
     def mean_score(self) -> float | None:
         return _mean(r.weighted_score for r in self.scored)
 
-    @property
+    @cached_property
     def mean_duration(self) -> float | None:
         return _mean(r.duration_s for r in self.records)
 
     def noise_count(self, category: str) -> int:
-        return sum(noise_of(r)["category"] == category for r in self.records)
+        return self._noise[category]
 
     def dimension_mean(self, name: str) -> float | None:
         return _mean(d.get("score") for r in self.scored for d in r.dimensions if d["name"] == name)
@@ -72,19 +85,18 @@ class Aggregate:
 def aggregate(records: Sequence[TrialRecord]) -> Aggregate:
     by_treatment: dict[str, Group] = defaultdict(Group)
     by_pair: dict[tuple[str, str], Group] = defaultdict(Group)
-    dimensions: list[str] = []
+    dimensions: dict[str, None] = {}  # first-seen order, constant-time membership
     for record in records:
         by_treatment[record.treatment].records.append(record)
         by_pair[(record.task, record.treatment)].records.append(record)
         for dim in record.dimensions:
-            if dim["name"] not in dimensions:
-                dimensions.append(dim["name"])
+            dimensions.setdefault(dim["name"])
     return Aggregate(
         dict(sorted(by_treatment.items())),
         dict(by_pair),
         sorted({r.task for r in records}),
         sorted(by_treatment),
-        dimensions,
+        list(dimensions),
     )
 
 
