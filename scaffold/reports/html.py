@@ -22,6 +22,7 @@ Pure: no files, pytest, docker or subprocess; ``render_html`` returns the text, 
 
 from __future__ import annotations
 
+import heapq
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -246,9 +247,12 @@ def _trial_rows(a: Analysis) -> tuple[list[TrialRow], bool]:
                 continue
             links = list(cell.links)
             if not inline:
-                links.sort(key=lambda t: (_LOOK_FIRST.get(_state(t), 9), t.experiment_id, t.trial))
-                links = links[:CELL_SAMPLE]
-            folders = sorted({_folder(t.files.record) for t in cell.links if t.files is not None})
+                links = heapq.nsmallest(
+                    CELL_SAMPLE, links, key=lambda t: (_LOOK_FIRST.get(_state(t), 9), t.experiment_id, t.trial)
+                )
+            # One folder per experiment: a cell's trials of one experiment share their trials/ folder.
+            first = {t.experiment_id: t.files for t in reversed(cell.links) if t.files is not None}
+            folders = sorted({_folder(files.record) for files in first.values()})
             rows.append(
                 TrialRow(
                     anchor=f"c{i}-{j}",

@@ -1,0 +1,152 @@
+"""Reports benchmark: the time to produce every report of a 100,000-trial experiment, and report.html's size.
+
+Generates ``--tasks`` x ``--treatments`` x ``--trials`` synthetic trial records (scaffold.reports.synthetic:
+realistic records of about 3.9 KB with generic-rubric dimensions, noise, tokens and cost, and a raw stream
+file per trial) into an experiment directory in a temporary folder, then measures:
+
+* end to end, in a fresh process: ``comet report EXPERIMENT_DIR --html --out OUT`` (read every record,
+  analyse, write summary.md, comparison_report.md, results.jsonl and report.html), the command a user or CI
+  runs; goal **at most 10 s**;
+* the same steps one by one in this process, so the split shows what dominates: reading the records
+  (scaffold.reports.load), the analysis, and each renderer;
+* the size of report.html; goal **at most 2 MB**.
+
+The files were just written, so the operating system's page cache is warm, as it is when reports are
+written at the end of a session; a cold disk adds the time to read about 400 MB.
+
+Informational: exits 0 whatever the figures (the goals are printed as PASS/MISS); exits 1 only when a
+step fails.
+
+    .venv/bin/python benchmarks/reports.py [--tasks 100] [--treatments 10] [--trials 100] [--repeat 1] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from scaffold.reports.analysis import build_analysis
+from scaffold.reports.comparison import render_comparison
+from scaffold.reports.html import render_html
+from scaffold.reports.load import load_experiments
+from scaffold.reports.results import result_lines
+from scaffold.reports.summary import render_summary
+from scaffold.reports.synthetic import synthetic_records, task_names, treatment_names, write_experiment
+
+TIME_GOAL_S = 10.0
+SIZE_GOAL = 2_000_000
+T = TypeVar("T")
+
+
+def timed(label: str, times: dict[str, list[float]], step: Callable[[], T]) -> T:
+    start = time.perf_counter()
+    result = step()
+    times.setdefault(label, []).append(time.perf_counter() - start)
+    return result
+
+
+def in_process(experiment: Path, out: Path, times: dict[str, list[float]]) -> int:
+    """Every step of ``comet report --html`` in turn; returns report.html's size in bytes."""
+    loaded = timed("read records (load_experiments)", times, lambda: load_experiments([experiment], link_base=out))
+    title = ", ".join(sorted({r.experiment_id for r in loaded.records}))
+    analysis = timed(
+        "analysis (build_analysis)",
+        times,
+        lambda: build_analysis(loaded.records, problems=loaded.problems, files=loaded.files),
+    )
+    summary = timed("summary.md", times, lambda: render_summary(title, loaded.records, loaded.problems, analysis))
+    comparison = timed("comparison_report.md", times, lambda: render_comparison(analysis, title))
+    results = timed("results.jsonl", times, lambda: "".join(result_lines(loaded.records, loaded.files)))
+    page = timed("report.html (render_html)", times, lambda: render_html(analysis))
+    texts = {"summary.md": summary, "comparison_report.md": comparison, "results.jsonl": results, "report.html": page}
+
+    def write() -> None:
+        for name, text in texts.items():
+            (out / name).write_text(text, encoding="utf-8")
+
+    timed("write the four files", times, write)
+    return len(page.encode("utf-8"))
+
+
+def end_to_end(experiment: Path, out: Path) -> float:
+    comet = Path(sys.executable).with_name("comet")
+    command = [str(comet), "report", str(experiment), "--html", "--out", str(out)]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"comet report exited {done.returncode}: {done.stderr.strip()[-2000:]}")
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=100, help="tasks (default 100)")
+    parser.add_argument("--treatments", type=int, default=10, help="treatments incl. CONTROL (default 10)")
+    parser.add_argument("--trials", type=int, default=100, help="trials per task and treatment (default 100)")
+    parser.add_argument("--repeat", type=int, default=1, help="timed rounds of both measurements (default 1)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated experiment and reports")
+    args = parser.parse_args(argv)
+    if min(args.tasks, args.treatments, args.trials, args.repeat) < 1:
+        parser.error("--tasks, --treatments, --trials and --repeat must be at least 1")
+
+    total = args.tasks * args.treatments * args.trials
+    tmp = Path(tempfile.mkdtemp(prefix="comet-bench-reports-"))
+    try:
+        print(f"reports: {args.tasks} tasks x {args.treatments} treatments x {args.trials} trials = {total} records")
+        print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, files in {tmp}")
+        start = time.perf_counter()
+        records = synthetic_records(task_names(args.tasks), treatment_names(args.treatments), args.trials)
+        experiment = write_experiment(tmp / "logs", records).root
+        print(f"generated in {time.perf_counter() - start:.1f}s (not part of the figures)")
+
+        walls: list[float] = []
+        times: dict[str, list[float]] = {}
+        size = 0
+        for i in range(args.repeat):
+            out_cli, out_steps = tmp / f"out-cli-{i}", tmp / f"out-steps-{i}"
+            out_cli.mkdir()
+            out_steps.mkdir()
+            walls.append(end_to_end(experiment, out_cli))
+            size = in_process(experiment, out_steps, times)
+            cli_size = (out_cli / "report.html").stat().st_size
+            print(f"  round {i + 1}: comet report {walls[-1]:.2f}s; report.html {cli_size:,} bytes", flush=True)
+
+        print(f"\n{'step (in this process)':<36} {'s (median)':>10} {'share':>7}")
+        medians = {label: statistics.median(values) for label, values in times.items()}
+        steps = sum(medians.values())
+        for label, value in medians.items():
+            print(f"{label:<36} {value:>10.2f} {value / steps:>7.0%}")
+        print(f"{'sum of the steps':<36} {steps:>10.2f}")
+
+        wall = statistics.median(walls)
+        print(
+            f"\ncomet report --html, end to end (fresh process, median): {wall:.2f}s"
+            f"  goal <= {TIME_GOAL_S:.0f} s: {'PASS' if wall <= TIME_GOAL_S else 'MISS'}"
+        )
+        print(
+            f"report.html: {size:,} bytes ({size / 1e6:.2f} MB)"
+            f"  goal <= {SIZE_GOAL / 1e6:.0f} MB: {'PASS' if size <= SIZE_GOAL else 'MISS'}"
+        )
+        return 0
+    except (RuntimeError, OSError) as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.keep:
+            print(f"\nkept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
