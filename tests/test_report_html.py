@@ -15,6 +15,7 @@ from scaffold.reports.analysis import build_analysis
 from scaffold.reports.html import href, render_html
 from scaffold.reports.synthetic import synthetic_records, task_names, treatment_names
 from tests.report_html_data import (
+    EXCLUDED,
     LAYOUT_TREATMENTS,
     analysis_of,
     files_of,
@@ -234,3 +235,40 @@ def test_empty_and_baseline_less_analyses_render() -> None:
     text = render_html(analysis_of(records, baseline="CONTROL"))
     assert "baseline 'CONTROL' has no trials" in text.replace("&#39;", "'")
     assert "Insufficient clean data" in text
+
+
+def test_long_lists_stop_at_the_limit_and_say_how_many_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_html, "LIST_LIMIT", 5)
+    # SKILL_B's task 11 is all excluded (4 trials); make every CONTROL trial of tasks 0-1 excluded too.
+    records = trial_set(12, LAYOUT_TREATMENTS, 4, layout_outcome)
+    records = [
+        replace(r, verdict="error", noise=EXCLUDED, weighted_score=None, dimensions=())
+        if r.treatment == "CONTROL" and r.task in ("task-000", "task-001")
+        else r
+        for r in records
+    ]
+    text = render_html(analysis_of(records))
+    section = text[text.index('<section id="quality"') : text.index('<section id="failures"')]
+    assert "Excluded trials (12)" in section
+    assert section.count("rate_limited</td>") == 5
+    assert "And 7 more" in section
+    # The counts per reason stay complete.
+    assert "rate_limited 8" in section and "rate_limited 4" in section
+
+
+def test_judge_scores_are_shown_beside_the_rubric_not_in_it() -> None:
+    records = [
+        replace(
+            r,
+            dimensions=(
+                *r.dimensions,
+                {"name": "judge_quality", "weight": 1.0, "score": 0.9, "reason": "j", "source": "judge"},
+            ),
+        )
+        for r in trial_set(4, LAYOUT_TREATMENTS, 2, layout_outcome)
+    ]
+    text = render_html(analysis_of(records))
+    dims = text[text.index('<section id="dimensions"') : text.index('<section id="spend"')]
+    assert "Judge overlay" in dims
+    assert "<td>judge_quality</td><td>SKILL_A</td>" in dims
+    assert "chart-dim-" in dims and "judge_quality: difference" not in dims
