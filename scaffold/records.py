@@ -7,10 +7,12 @@ Schema changes bump ``SCHEMA_VERSION``; readers refuse versions they do not know
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +22,7 @@ from scaffold.rubrics import Dimension
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import Check
 
-__all__ = ["SCHEMA_VERSION", "TrialRecord", "Verdict", "read_record", "read_records", "write_json_atomic"]
+__all__ = ["SCHEMA_VERSION", "TrialRecord", "Verdict", "gc_paused", "read_record", "read_records", "write_json_atomic"]
 
 SCHEMA_VERSION = 1
 Verdict = Literal["passed", "failed", "error"]
@@ -129,13 +131,31 @@ def read_record(path: Path) -> TrialRecord:
     return TrialRecord.from_dict(data, path)
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while building large acyclic data (records, reports).
+
+    Parsing 100,000 records allocates millions of dicts and lists; every few hundred allocations the
+    collector walks the growing heap again, which made reading them about three times slower. Nothing
+    built here is cyclic, so reference counting frees it all; the collector resumes afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def read_records(paths: list[Path]) -> tuple[list[TrialRecord], list[str]]:
     """Every readable record, sorted by case id, and a message per unreadable one."""
     records, problems = [], []
-    for path in paths:
-        try:
-            records.append(read_record(path))
-        except RecordError as exc:
-            problems.append(str(exc))
+    with gc_paused():
+        for path in paths:
+            try:
+                records.append(read_record(path))
+            except RecordError as exc:
+                problems.append(str(exc))
     records.sort(key=lambda r: (r.task, r.treatment, r.trial))
     return records, problems

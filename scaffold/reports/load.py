@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scaffold.errors import ReportError
 from scaffold.experiment import RECORD_FILE
-from scaffold.records import TrialRecord, read_records
+from scaffold.records import TrialRecord, gc_paused, read_records
 from scaffold.reports.analysis import TrialFiles
 
 __all__ = ["Loaded", "load_experiments"]
@@ -41,6 +41,11 @@ def load_experiments(dirs: Sequence[Path], *, link_base: Path | None = None) -> 
     *link_base*: the folder the reports are written to; file links are made relative to it so the
     report folder can be moved together with the experiments.
     """
+    with gc_paused():  # see scaffold.records.gc_paused: 100,000 records are millions of objects
+        return _load_experiments(dirs, link_base)
+
+
+def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
     if not dirs:
         raise ReportError("no experiment directory given: pass one or more, e.g. local/logs/experiments/<id>")
     seen_dirs: dict[Path, Path] = {}

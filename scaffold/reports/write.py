@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.records import TrialRecord
+from scaffold.records import TrialRecord, gc_paused
 from scaffold.reports.analysis import Analysis, TrialFiles, build_analysis
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
@@ -46,7 +46,19 @@ def write_reports(
     outputs: ReportOutputs | None = None,
 ) -> Written:
     """Build the analysis once and write every chosen report into *out_dir* (created if needed)."""
-    outputs = outputs or ReportOutputs()
+    with gc_paused():  # millions of small acyclic objects: see scaffold.records.gc_paused
+        return _write_reports(out_dir, records, title, baseline, problems, files, outputs or ReportOutputs())
+
+
+def _write_reports(
+    out_dir: Path,
+    records: Sequence[TrialRecord],
+    title: str,
+    baseline: str,
+    problems: Sequence[str],
+    files: Mapping[tuple[str, str], TrialFiles] | None,
+    outputs: ReportOutputs,
+) -> Written:
     analysis = build_analysis(records, baseline=baseline, problems=problems, files=files)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
