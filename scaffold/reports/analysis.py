@@ -78,6 +78,7 @@ __all__ = [
     "TrialLink",
     "Verdict",
     "build_analysis",
+    "finite_number",
     "label_of",
     "noise_of",
 ]
@@ -561,7 +562,8 @@ def build_analysis(
     )
 
 
-def _finite(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
+    """*value* as a finite float, else None (unknown): NaN, infinities, booleans and non-numbers included."""
     if type(value) is float:  # the common case, checked first: this runs for every score of every trial
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, bool):
@@ -585,7 +587,7 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         treatment,
         record.trial,
         record.verdict,
-        _finite(record.weighted_score),
+        finite_number(record.weighted_score),
         category,
         reason,
         str(noise.get("source", "structured")),
@@ -626,7 +628,7 @@ def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, task: str) -> Non
     acc.cell_durations[(task, treatment)].append(float(record.duration_s))
     phases = acc.phases[treatment]
     for name, seconds in record.phases.items():
-        if (value := _finite(seconds)) is not None:
+        if (value := finite_number(seconds)) is not None:
             phases[name].append(value)
     traj = record.trajectory or {}
     tokens = traj.get("tokens")
@@ -635,7 +637,7 @@ def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, task: str) -> Non
         sums[0] += 1
         for i, key in enumerate(("input", "output", "cache_read", "cache_write"), start=1):
             sums[i] += int(tokens.get(key) or 0)
-    cost = _finite(traj.get("cost_usd"))
+    cost = finite_number(traj.get("cost_usd"))
     if cost is not None:
         acc.costs[treatment].append(cost)
         acc.cell_costs[(task, treatment)].append(cost)
@@ -647,7 +649,7 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, task: str) -
         name = str(dim.get("name", ""))
         score = dim.get("score")
         if type(score) is not float or not math.isfinite(score):
-            score = _finite(score)
+            score = finite_number(score)
         if dim.get("source") == JUDGE_SOURCE:
             acc.judge_names.setdefault(name)
             if score is not None:
@@ -656,7 +658,11 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, task: str) -
         if position < acc.dim_order.get(name, position + 1):
             acc.dim_order[name] = position
         key = (record.profile or "", name)
-        if key not in acc.weights and record.profile is not None and (weight := _finite(dim.get("weight"))) is not None:
+        if (
+            key not in acc.weights
+            and record.profile is not None
+            and (weight := finite_number(dim.get("weight"))) is not None
+        ):
             acc.weights[key] = weight
         sums = acc.dim_sums.get((name, treatment))
         if sums is None:

@@ -7,12 +7,11 @@ new meaning without bumping ``RESULTS_SCHEMA_VERSION``; new fields may be added 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from scaffold.records import TrialRecord
-from scaffold.reports.analysis import JUDGE_SOURCE, TrialFiles, noise_of
+from scaffold.reports.analysis import JUDGE_SOURCE, TrialFiles, finite_number, noise_of
 
 __all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_row"]
 
@@ -25,18 +24,6 @@ _TOKEN_KEYS = ("input", "output", "cache_read", "cache_write")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def _number(value: Any) -> float | None:
-    if type(value) is float:  # the common case first: this runs for every score of every trial
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None  # JSON has no NaN: unknown is null
-
-
 def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str, Any]:
     """The results.jsonl object of one trial (field meanings: docs/results-schema.md)."""
     noise = noise_of(record)
@@ -46,7 +33,7 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
     judge: dict[str, float | None] = {}
     for dim in record.dimensions:
         target = judge if dim.get("source") == JUDGE_SOURCE else rubric
-        target[str(dim.get("name", ""))] = _number(dim.get("score"))
+        target[str(dim.get("name", ""))] = finite_number(dim.get("score"))
     category = str(noise.get("category", "included"))
     return {
         "schema": RESULTS_SCHEMA,
@@ -58,7 +45,7 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "trial": record.trial,
         "verdict": record.verdict,
         "passed": None if record.verdict == "error" else record.verdict == "passed",
-        "weighted_score": _number(record.weighted_score) if record.verdict != "error" else None,
+        "weighted_score": finite_number(record.weighted_score) if record.verdict != "error" else None,
         "noise": {"category": category, "reason": str(noise.get("reason", "")), "source": noise.get("source")},
         "analysis_set": category != "excluded",
         "profile": record.profile,
@@ -66,9 +53,9 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "agent": {k: record.agent.get(k) for k in ("name", "model", "version")},
         "started_at": record.started_at or None,
         "finished_at": record.finished_at or None,
-        "duration_s": _number(record.duration_s),
+        "duration_s": finite_number(record.duration_s),
         "tokens": {k: int(tokens.get(k) or 0) for k in _TOKEN_KEYS} if isinstance(tokens, Mapping) else None,
-        "cost_usd": _number(traj.get("cost_usd")),
+        "cost_usd": finite_number(traj.get("cost_usd")),
         "dimensions": rubric,
         "judge": judge,
         "hard_failures": list(record.hard_failures),
