@@ -56,11 +56,18 @@ def run(workspace: Workspace, argv: list[str], tmp_path: Path, *, timeout: float
     return result, result.stdout(), result.stderr()
 
 
-def docker_runner(tasks_dirs: list[Path], factory: TaskFactory, tmp_path: Path, backend: Any, agent: Any) -> Runner:
+def docker_runner(
+    tasks_dirs: list[Path],
+    factory: TaskFactory,
+    tmp_path: Path,
+    backend: Any,
+    agent: Any,
+    experiment_id: str = "exp-docker",
+) -> Runner:
     return Runner(
         load_catalog(tasks_dirs),
         load_treatments([factory.treatments_dir]),
-        Experiment.under(tmp_path / "logs", "exp-docker"),
+        Experiment.under(tmp_path / "logs", experiment_id),
         Settings(backend="docker", agent=agent.name),
         backend,
         agent,

@@ -21,17 +21,15 @@ from scaffold.agents import AgentRequest, create_agent
 from scaffold.agents.install import InstallSpec
 from scaffold.cases import Case
 from scaffold.errors import WorkspaceError
-from scaffold.experiment import Experiment
-from scaffold.tasks import load_catalog, load_task
+from scaffold.tasks import load_task
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import load_treatments
-from scaffold.trial import Runner, Settings
+from scaffold.trial import Runner
 from scaffold.workspaces import Workspace
 from scaffold.workspaces.docker import COPY_ENV, DockerBackend
 from scaffold.workspaces.docker_copy import extract_workspace, match_glob, tar_stream
 from scaffold.workspaces.files import HostFiles
 from tests.conftest import REPO, TaskFactory
-from tests.test_docker_backend import InterruptedAgent
+from tests.test_docker_backend import InterruptedAgent, docker_runner
 
 pytestmark = pytest.mark.docker
 
@@ -62,14 +60,7 @@ def run(workspace: Workspace, argv: list[str], tmp_path: Path, *, timeout: float
 
 
 def runner_for(tasks_dirs: list[Path], factory: TaskFactory, tmp_path: Path, backend: Any, agent: Any) -> Runner:
-    return Runner(
-        load_catalog(tasks_dirs),
-        load_treatments([factory.treatments_dir]),
-        Experiment.under(tmp_path / "logs", "exp-copy"),
-        Settings(backend="docker", agent=agent.name),
-        backend,
-        agent,
-    )
+    return docker_runner(tasks_dirs, factory, tmp_path, backend, agent, experiment_id="exp-copy")
 
 
 # --- choosing the mode ---------------------------------------------------------------------------------
