@@ -28,6 +28,7 @@ import pytest
 
 from scaffold.cases import Case
 from tests.conftest import REPO, TaskFactory
+from tests.netns import FarHost
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -35,6 +36,7 @@ NETNS = "comet-remote-engine"
 HOST_END, ENGINE_END = "comet-rmt0", "comet-rmt1"
 HOST_IP, ENGINE_IP = "10.231.77.1", "10.231.77.2"
 ENGINE_URL = f"tcp://{ENGINE_IP}:2375"
+FAR = FarHost(NETNS, HOST_END, ENGINE_END, HOST_IP, ENGINE_IP)
 # Kept between runs like the CI engine's data root, so the base image is loaded only once per machine.
 DATA_ROOT = Path("/var/lib/comet-remote-docker")
 EXEC_ROOT = Path("/run/comet-remote-docker")
@@ -51,10 +53,6 @@ def _missing() -> str | None:
     return None
 
 
-def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, check=check, timeout=60)
-
-
 def _teardown() -> None:
     """Stop an engine and namespace left by an earlier run (or this one); quiet when there is none."""
     with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
@@ -65,23 +63,12 @@ def _teardown() -> None:
             time.sleep(0.1)
         os.kill(pid, signal.SIGKILL)
     PIDFILE.unlink(missing_ok=True)
-    _sh("ip", "netns", "del", NETNS, check=False)
-    _sh("ip", "link", "del", HOST_END, check=False)
+    FAR.remove()
 
 
 def _start_engine() -> subprocess.Popen[bytes]:
     _teardown()
-    _sh("ip", "netns", "add", NETNS)
-    _sh("ip", "link", "add", HOST_END, "type", "veth", "peer", "name", ENGINE_END)
-    _sh("ip", "link", "set", ENGINE_END, "netns", NETNS)
-    _sh("ip", "addr", "add", f"{HOST_IP}/30", "dev", HOST_END)
-    _sh("ip", "link", "set", HOST_END, "up")
-    for command in (
-        ["ip", "addr", "add", f"{ENGINE_IP}/30", "dev", ENGINE_END],
-        ["ip", "link", "set", ENGINE_END, "up"],
-        ["ip", "link", "set", "lo", "up"],
-    ):
-        _sh("ip", "netns", "exec", NETNS, *command)
+    FAR.create()
     DATA_ROOT.mkdir(parents=True, exist_ok=True)
     EXEC_ROOT.mkdir(parents=True, exist_ok=True)
     # nsenter, not `ip netns exec`: the latter remounts /sys, hiding the cgroup hierarchy dockerd needs.

@@ -29,12 +29,14 @@ from scaffold.tasks import load_task
 from scaffold.workspaces.docker import DockerBackend
 from scaffold.workspaces.egress import endpoint_of
 from tests.conftest import REPO, TaskFactory, make_runner
+from tests.netns import FarHost
 from tests.test_e2e_agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
 
 NETNS, HOST_END, FAR_END = "comet-far", "comet-far0", "comet-far1"
 HOST_IP, FAR_IP = "10.231.78.1", "10.231.78.2"
+FAR = FarHost(NETNS, HOST_END, FAR_END, HOST_IP, FAR_IP)
 
 
 @pytest.fixture(scope="module")
@@ -47,25 +49,9 @@ def far_host() -> Iterator[str]:
         if os.environ.get("COMET_REQUIRE_DOCKER") == "1":
             pytest.fail(f"COMET_REQUIRE_DOCKER=1 but the egress test cannot run: {missing}", pytrace=False)
         pytest.skip(f"egress test: {missing}")
-    _teardown()
-    for argv in (
-        ["ip", "netns", "add", NETNS],
-        ["ip", "link", "add", HOST_END, "type", "veth", "peer", "name", FAR_END],
-        ["ip", "link", "set", FAR_END, "netns", NETNS],
-        ["ip", "addr", "add", f"{HOST_IP}/30", "dev", HOST_END],
-        ["ip", "link", "set", HOST_END, "up"],
-        ["ip", "netns", "exec", NETNS, "ip", "addr", "add", f"{FAR_IP}/30", "dev", FAR_END],
-        ["ip", "netns", "exec", NETNS, "ip", "link", "set", FAR_END, "up"],
-        ["ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up"],
-    ):
-        subprocess.run(argv, capture_output=True, check=True)
+    FAR.create()
     yield FAR_IP
-    _teardown()
-
-
-def _teardown() -> None:
-    subprocess.run(["ip", "netns", "del", NETNS], capture_output=True, check=False)
-    subprocess.run(["ip", "link", "del", HOST_END], capture_output=True, check=False)
+    FAR.remove()
 
 
 @contextlib.contextmanager
