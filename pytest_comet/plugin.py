@@ -473,24 +473,21 @@ class _Reporter:
         if state is None or not state.verdicts or self.config.option.collectonly:
             return
         from scaffold.reports.gates import evaluate_gates
-        from scaffold.reports.load import load_experiments
-        from scaffold.reports.write import write_reports
+        from scaffold.reports.write import report_experiments
 
         experiment = state.get_experiment()
         if not experiment.trials_dir.is_dir():
             return
         gates, outputs = state.report_settings()
         try:
-            loaded = load_experiments([experiment.root], link_base=experiment.root)
-            written = write_reports(
+            written = report_experiments(
+                [experiment.root],
                 experiment.root,
-                loaded.records,
-                title=experiment.id,
                 baseline=self.config.getoption("baseline"),
-                problems=loaded.problems,
-                files=loaded.files,
                 outputs=outputs,
-            )
+                title=experiment.id,
+                allow_empty=True,
+            ).written
         except CometError as exc:
             # Reports are not worth a traceback that hides the test results; say why they are missing.
             self.report_error = str(exc)

@@ -19,9 +19,8 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from comet_engine.skills.cli import add_commands as add_skill_commands
 from scaffold import __version__
 from scaffold.errors import CometError, Problem
 from scaffold.profiles import infer_profile, known_profiles
@@ -31,9 +30,46 @@ from scaffold.treatments import TreatmentCatalog, load_treatments, parse_skill_b
 __all__ = ["main"]
 
 
+class _Retained:
+    """What a command leaves for the process's end to reclaim (see entry): `comet report` puts its records
+    here, only while entry() runs (main() called in-process, as tests do, keeps nothing)."""
+
+    active = False
+    items: ClassVar[list[object]] = []
+
+
+def entry() -> None:
+    """The ``comet`` console script: ``main``, then the process's exit.
+
+    After ``comet report`` of 100,000 trials, millions of objects are left; the interpreter's teardown
+    would free them one by one (about a second) for memory the operating system reclaims at once. So when
+    a command retained its data, the output is flushed and the process ends with ``os._exit``, skipping
+    the teardown. Only ``report`` does, and it starts nothing that needs an exit handler; every other
+    command exits normally (Docker sessions, for one, sweep their containers in an ``atexit`` hook).
+
+    When the reader of the output goes away (``comet report ... | head -1``), the command ends quietly
+    with status 141, as a shell reports a process stopped by SIGPIPE, rather than with a traceback.
+    """
+    import os
+
+    _Retained.active = True
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python's advice for this case: point stdout at /dev/null so the flush at exit cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141
+    if not _Retained.items:
+        raise SystemExit(code)
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser(skill_commands=words[:1] == ["skill"])
+    args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -45,7 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line; the ``skill`` commands are built only when asked for (*skill_commands*): they
+    import comet_engine, about 0.2 s that every other command, ``comet report`` first, need not pay."""
     parser = argparse.ArgumentParser(prog="comet", description="comet-eval: does this skill make agents better?")
     parser.add_argument("--version", action="version", version=f"comet-eval {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
@@ -128,7 +166,10 @@ def _parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_report)
 
     skill = commands.add_parser("skill", help="skill packages and their engine runs (comet skill --help)")
-    add_skill_commands(skill)
+    if skill_commands:
+        from comet_engine.skills.cli import add_commands
+
+        add_commands(skill)
     return parser
 
 
@@ -265,8 +306,7 @@ def _report(args: argparse.Namespace) -> int:
     from scaffold.errors import ReportError
     from scaffold.reports.config import resolve_outputs
     from scaffold.reports.gates import evaluate_gates, parse_gate
-    from scaffold.reports.load import load_experiments
-    from scaffold.reports.write import write_reports
+    from scaffold.reports.write import report_experiments
 
     gates = [parse_gate(expression) for expression in args.gate]  # parse errors before any work
     outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=os.environ)
@@ -274,24 +314,13 @@ def _report(args: argparse.Namespace) -> int:
     if args.out is None and len(dirs) > 1:
         raise ReportError("several experiment directories are merged: say where the reports go with --out DIR")
     out: Path = args.out if args.out is not None else dirs[0]
-    loaded = load_experiments(dirs, link_base=out)
-    if not loaded.records:
-        raise ReportError(
-            f"no readable trial records in {', '.join(str(d) for d in dirs)}"
-            + (f" ({len(loaded.problems)} unreadable: {loaded.problems[0]})" if loaded.problems else "")
-        )
-    title = ", ".join(sorted({r.experiment_id for r in loaded.records}))
-    written = write_reports(
-        out,
-        loaded.records,
-        title=title,
-        baseline=args.baseline,
-        problems=loaded.problems,
-        files=loaded.files,
-        outputs=outputs,
-    )
+    keep = _Retained.active
+    reported = report_experiments(dirs, out, baseline=args.baseline, outputs=outputs, keep_records=keep)
+    if keep:
+        _Retained.items.append(reported)  # freed by the process's end (entry), not object by object
+    written = reported.written
     analysis = written.analysis
-    print(f"{len(loaded.records)} trial(s) of {len(analysis.tasks)} task(s) from {len(loaded.dirs)} directory(ies)")
+    print(f"{reported.trials} trial(s) of {len(analysis.tasks)} task(s) from {len(reported.dirs)} directory(ies)")
     for note in analysis.notes:
         print(f"note: {note}")
     for verdict in analysis.verdicts:
@@ -333,4 +362,4 @@ def _cross_problems(catalog: TaskCatalog, treatments: TreatmentCatalog) -> list[
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -17,14 +17,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from scaffold.errors import RecordError
 from scaffold.rubrics import Dimension
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import Check
 
-__all__ = ["SCHEMA_VERSION", "TrialRecord", "Verdict", "gc_paused", "read_record", "read_records", "write_json_atomic"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "STREAM_PREFIX",
+    "TrialRecord",
+    "Verdict",
+    "gc_paused",
+    "parse_record",
+    "read_bytes",
+    "read_record",
+    "read_records",
+    "stream_names",
+    "write_json_atomic",
+]
 
 SCHEMA_VERSION = 1
+STREAM_PREFIX = "agent."
+"""The agent's raw streams in a trial folder are the files whose names start with this."""
 Verdict = Literal["passed", "failed", "error"]
 
 
@@ -56,6 +72,10 @@ class TrialRecord:
     noise: Mapping[str, Any] = field(default_factory=dict)
     """The noise verdict (scaffold.noise): category, reason, source, evidence. Empty in records
     written before classification existed; readers classify those on the fly."""
+    streams: tuple[str, ...] | None = None
+    """Names of the agent's raw stream files in the trial folder (``agent.*``), listed when the record is
+    written so reports need not list 100,000 folders. None in records written before the field existed:
+    readers list the folder instead."""
     schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,16 +92,20 @@ class TrialRecord:
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: Path | None = None) -> TrialRecord:
+    def from_dict(cls, data: Mapping[str, Any], source: Path | str | None = None) -> TrialRecord:
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise RecordError(
                 f"{source or 'record'}: schema_version {version!r} is not supported (this harness reads "
                 f"{SCHEMA_VERSION}); re-run the trial or use the comet-eval release that wrote it"
             )
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        for key in ("checks", "dimensions", "hard_failures", "errors"):
-            known[key] = tuple(known.get(key, ()))
+        fields = cls.__dataclass_fields__
+        known = {k: v for k, v in data.items() if k in fields}
+        for key in _TUPLE_FIELDS:
+            if (value := known.get(key)) is not None:
+                known[key] = tuple(value)
+            elif key != "streams":
+                known[key] = ()
         try:
             return cls(**known)
         except TypeError as exc:
@@ -95,6 +119,9 @@ class TrialRecord:
 
     def dimension_objects(self) -> list[Dimension]:
         return [Dimension(d["name"], d["weight"], d["score"], d["reason"]) for d in self.dimensions]
+
+
+_TUPLE_FIELDS = ("checks", "dimensions", "hard_failures", "errors", "streams")
 
 
 def _plain(value: Any) -> Any:
@@ -121,14 +148,59 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
+def read_bytes(path: str | Path) -> bytes:
+    """The whole file, with one open, one fstat and (almost always) one read.
+
+    Cheaper than ``open(path, "rb").read()`` by about 4 µs a file, which is 0.4 s at 100,000 records.
+    """
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        chunks = [data]  # the file grew since fstat
+        while more := os.read(fd, 1 << 16):
+            chunks.append(more)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def parse_record(data: bytes, source: Path | str) -> TrialRecord:
+    """A record from the bytes of its file; RecordError names *source* when they are not one.
+
+    orjson first (about twice as fast as the json module on records); the json module only when orjson
+    refuses, because a record written with the json module may hold what orjson rejects (NaN, Infinity,
+    integers beyond 64 bits).
+    """
+    try:
+        parsed = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            parsed = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise RecordError(f"{source}: cannot be read as a trial record: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise RecordError(f"{source}: a trial record is a JSON object")
+    return TrialRecord.from_dict(parsed, source)
+
+
 def read_record(path: Path) -> TrialRecord:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data = read_bytes(path)
+    except OSError as exc:
         raise RecordError(f"{path}: cannot be read as a trial record: {exc}") from None
-    if not isinstance(data, dict):
-        raise RecordError(f"{path}: a trial record is a JSON object")
-    return TrialRecord.from_dict(data, path)
+    return parse_record(data, path)
+
+
+def stream_names(folder: str | Path) -> tuple[str, ...]:
+    """The agent's raw stream files in a trial folder, sorted; () when the folder is missing."""
+    try:
+        with os.scandir(folder) as entries:
+            return tuple(sorted(e.name for e in entries if e.name.startswith(STREAM_PREFIX) and e.is_file()))
+    except FileNotFoundError:
+        return ()
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from scaffold.experiment import Experiment
 from scaffold.hashing import hash_json, hash_tree
 from scaffold.noise import classify
 from scaffold.profiles import resolve_profile
-from scaffold.records import TrialRecord, Verdict, read_record, write_json_atomic
+from scaffold.records import TrialRecord, Verdict, read_record, stream_names, write_json_atomic
 from scaffold.rubrics import RubricInput
 from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
@@ -225,6 +225,8 @@ class Runner:
                 "path": str(workspace.host_path) if keep and workspace and workspace.host_path else None,
             },
             worker=self.worker,
+            # Listed once here, so reports of 100,000 trials need not list every folder again.
+            streams=stream_names(trial_dir),
         )
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record).to_dict())

@@ -108,3 +108,36 @@ def test_summary_tables(tmp_path: Path) -> None:
     path = write_summary(experiment)
     assert path == tmp_path / "e" / "summary.md"
     assert "| CONTROL | 2 | 1 | 1 | 0 | 50% |" in path.read_text()
+
+
+def test_records_written_by_the_json_module_with_nan_still_read(tmp_path: Path) -> None:
+    # orjson refuses NaN and Infinity, which json.dump writes by default: the reader falls back to json.
+    rec = record("a", "CONTROL", 1, "failed", 0.5, duration_s=float("inf"))
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps({**rec.to_dict(), "weighted_score": float("nan")}))
+    back = read_record(path)
+    assert back.duration_s == float("inf") and back.weighted_score != back.weighted_score  # NaN
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({**rec.to_dict(), "trial": 2**70}))  # beyond orjson's 64-bit integers
+    assert read_record(big).trial == 2**70
+
+
+def test_bytes_that_are_not_a_record_are_refused_by_name(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"schema_version": 1, "task": "caf\xe9"}')  # not UTF-8
+    listed = tmp_path / "list.json"
+    listed.write_text("[1, 2]")
+    missing = tmp_path / "missing.json"
+    for path, message in ((latin, "cannot be read"), (listed, "is a JSON object"), (missing, "cannot be read")):
+        with pytest.raises(RecordError, match=message) as caught:
+            read_record(path)
+        assert str(path) in str(caught.value)
+
+
+def test_streams_round_trip_and_are_absent_from_older_records(tmp_path: Path) -> None:
+    rec = record("a", "CONTROL", 1, "passed", 1.0, streams=("agent.turn-1.jsonl", "agent.turn-1.stderr.log"))
+    path = tmp_path / "record.json"
+    write_json_atomic(path, rec.to_dict())
+    assert read_record(path).streams == ("agent.turn-1.jsonl", "agent.turn-1.stderr.log")
+    older = {k: v for k, v in rec.to_dict().items() if k != "streams"}
+    assert TrialRecord.from_dict(older).streams is None  # unknown: readers list the folder instead

@@ -4,6 +4,7 @@ gates and the exit status (0 pass, 1 a gate failed, 2 usage error)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +16,14 @@ import pytest
 
 from scaffold.cli import main
 from scaffold.records import TrialRecord, write_json_atomic
+from scaffold.reports.load import load_experiments
+from scaffold.reports.results import result_lines
+from scaffold.reports.synthetic import synthetic_records, task_names, treatment_names
+from scaffold.reports.synthetic import write_experiment as write_synthetic
+from scaffold.reports.write import FORK_MIN_TRIALS
 from tests.test_analysis import suite, tasks
+
+COMET = [sys.executable, "-m", "scaffold.cli"]  # the console script's entry(), as `comet` runs it
 
 
 def write_experiment(root: Path, experiment_id: str, records: list[TrialRecord]) -> Path:
@@ -174,3 +182,66 @@ def test_html_by_report_config_variable(
     monkeypatch.setenv("COMET_EVAL_REPORT_CONFIG", '{"report_outputs": {"markdown": false, "html": true}}')
     assert main(["report", str(one)]) == 0
     assert sorted(p.name for p in one.iterdir()) == ["report.html", "results.jsonl", "trials"]
+
+
+def test_trial_streams_come_from_the_record_or_else_from_the_folder(tmp_path: Path) -> None:
+    records = suite({"CONTROL": {"t": "PF"}})
+    one = write_experiment(tmp_path, "one", records)
+    trials = one / "trials"
+    # A record that lists its streams is believed (a newer record); one that does not has its folder listed.
+    listed = replace(records[0], experiment_id="one", streams=("agent.turn-1.jsonl", "agent.turn-2.jsonl"))
+    write_json_atomic(trials / listed.case_id / "record.json", listed.to_dict())
+    (trials / records[1].case_id / "agent.turn-1.stderr.log").write_text("")
+    (trials / records[1].case_id / "notes.txt").write_text("")  # not a stream: not linked
+    # A folder without a record (an interrupted trial) is not a problem, and not a trial.
+    (trials / "t-CONTROL-r9").mkdir()
+    (trials / "t-CONTROL-r9" / "agent.turn-1.jsonl").write_text("{}\n")
+    # A trial folder renamed by hand: the links follow the folder, not the case id.
+    (trials / records[1].case_id).rename(trials / "moved")
+    loaded = load_experiments([one], link_base=one)
+    assert loaded.problems == () and len(loaded.records) == 2
+    first, second = (loaded.files[("one", r.case_id)] for r in records)
+    assert first.record == f"trials/{records[0].case_id}/record.json"
+    assert first.streams == tuple(f"trials/{records[0].case_id}/agent.turn-{i}.jsonl" for i in (1, 2))
+    assert second.record == "trials/moved/record.json"
+    assert second.streams == ("trials/moved/agent.turn-1.jsonl", "trials/moved/agent.turn-1.stderr.log")
+
+
+def test_large_reports_are_the_same_when_results_are_written_by_a_forked_child(tmp_path: Path) -> None:
+    # FORK_MIN_TRIALS records or more: the real command writes results.jsonl in a forked child while it
+    # analyses. Its files must be exactly what the same steps give in one process.
+    records = list(synthetic_records(task_names(10), treatment_names(4), 50, seed=3))
+    assert len(records) >= FORK_MIN_TRIALS
+    experiment = write_synthetic(tmp_path / "logs", records).root
+    out = tmp_path / "out"
+    gate = ["--gate", "pass@1 of SKILL_01 >= 0.99"]  # fails: the exit status survives the fast exit
+    done = subprocess.run(
+        [*COMET, "report", str(experiment), "--html", "--out", str(out), *gate],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"{len(records)} trial(s) of 10 task(s) from 1 directory(ies)" in done.stdout
+    assert "gate FAIL: pass@1 of SKILL_01 >= 0.99" in done.stdout and done.stderr == ""
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison_report.md",
+        "report.html",
+        "results.jsonl",
+        "summary.md",
+    ]
+    loaded = load_experiments([experiment], link_base=out)
+    assert (out / "results.jsonl").read_text() == "".join(result_lines(loaded.records, loaded.files))
+    assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    one, _ = shards(tmp_path)
+    reader, writer = os.pipe()
+    os.close(reader)  # nobody reads: printing fails with a broken pipe
+    try:
+        done = subprocess.run([*COMET, "report", str(one)], stdout=writer, stderr=subprocess.PIPE, check=False)
+    finally:
+        os.close(writer)
+    assert done.returncode == 141 and done.stderr == b""  # as a shell reports a process stopped by SIGPIPE
+    assert (one / "results.jsonl").is_file()

@@ -61,6 +61,9 @@ def test_record_contents(factory: TaskFactory, tmp_path: Path) -> None:
         outcome.record_path == tmp_path / "logs" / "experiments" / "exp-1" / "trials" / "t-CONTROL-r2" / "record.json"
     )
     assert read_record(outcome.record_path) == outcome.record
+    # The agent's raw streams are listed in the record, exactly the agent.* files of the trial folder.
+    on_disk = sorted(p.name for p in outcome.record_path.parent.iterdir() if p.name.startswith("agent."))
+    assert on_disk and data["streams"] == on_disk
 
 
 def test_instruction_variables_and_environment(factory: TaskFactory, tmp_path: Path) -> None:

@@ -461,13 +461,16 @@ class _Acc:
     cell_durations: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     cell_costs: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     dim_order: dict[str, int] = field(default_factory=dict)
-    # (dimension, treatment) -> [not applicable, n, sum, sum of squares, full marks]
-    dim_sums: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
-    # (dimension, treatment, task) -> [n, sum]
-    dim_tasks: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    # Nested by treatment (and task) rather than keyed by tuples: each record looks its dicts up once,
+    # not once per dimension, in the hottest loop of the analysis.
+    # treatment -> dimension -> [not applicable, n, sum, sum of squares, full marks]
+    dim_sums: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    # (task, treatment) -> dimension -> [n, sum]
+    dim_tasks: dict[tuple[str, str], dict[str, list[Any]]] = field(default_factory=dict)
     judge: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     judge_names: dict[str, None] = field(default_factory=dict)
-    weights: dict[tuple[str, str], float] = field(default_factory=dict)
+    # profile -> dimension -> weight (the first finite weight seen)
+    weights: dict[str, dict[str, float]] = field(default_factory=dict)
     failures: dict[tuple[str, str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
     analysis_passed: Counter[str] = field(default_factory=Counter)
     excluded: list[TrialLink] = field(default_factory=list)
@@ -595,7 +598,8 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         files,
     )
     acc.experiments.add(record.experiment_id)
-    acc.links[(task, treatment)].append(link)
+    key = (task, treatment)
+    acc.links[key].append(link)
     acc.verdicts[treatment][record.verdict] += 1
     acc.categories[treatment][category] += 1
     scored = record.verdict != "error"
@@ -617,56 +621,74 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         acc.strict.append(outcome)
     acc.analysis.append(outcome)
     acc.analysis_passed[treatment] += record.verdict == "passed"
-    _add_spend(acc, record, treatment, task)
+    _add_spend(acc, record, treatment, key)
     if scored:
-        _add_dimensions(acc, record, treatment, task)
+        _add_dimensions(acc, record, treatment, key)
     _add_failures(acc, record, treatment)
 
 
-def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, task: str) -> None:
-    acc.durations[treatment].append(float(record.duration_s))
-    acc.cell_durations[(task, treatment)].append(float(record.duration_s))
+def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, str]) -> None:
+    duration = record.duration_s
+    if type(duration) is not float:
+        duration = float(duration)
+    acc.durations[treatment].append(duration)
+    acc.cell_durations[key].append(duration)
     phases = acc.phases[treatment]
     for name, seconds in record.phases.items():
-        if (value := finite_number(seconds)) is not None:
+        if type(seconds) is float and seconds - seconds == 0.0:  # finite: inf - inf and nan - nan are nan
+            phases[name].append(seconds)
+        elif (value := finite_number(seconds)) is not None:
             phases[name].append(value)
-    traj = record.trajectory or {}
+    traj = record.trajectory
+    if not traj:
+        return
     tokens = traj.get("tokens")
     if isinstance(tokens, Mapping):
         sums = acc.tokens[treatment]
         sums[0] += 1
-        for i, key in enumerate(("input", "output", "cache_read", "cache_write"), start=1):
-            sums[i] += int(tokens.get(key) or 0)
+        sums[1] += int(tokens.get("input") or 0)
+        sums[2] += int(tokens.get("output") or 0)
+        sums[3] += int(tokens.get("cache_read") or 0)
+        sums[4] += int(tokens.get("cache_write") or 0)
     cost = finite_number(traj.get("cost_usd"))
     if cost is not None:
         acc.costs[treatment].append(cost)
-        acc.cell_costs[(task, treatment)].append(cost)
+        acc.cell_costs[key].append(cost)
 
 
-def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, task: str) -> None:
-    # The hottest loop at 100,000 trials (several dimensions each): plain sums, no objects per score.
+def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, str]) -> None:
+    # The hottest loop at 100,000 trials (several dimensions each): plain sums, no objects per score, and
+    # the per-treatment and per-cell dicts looked up once per record.
+    t_sums = acc.dim_sums.get(treatment)
+    if t_sums is None:
+        t_sums = acc.dim_sums[treatment] = {}
+    cell = acc.dim_tasks.get(key)
+    if cell is None:
+        cell = acc.dim_tasks[key] = {}
+    order = acc.dim_order
+    profile = record.profile
+    weights = acc.weights.get(profile) if profile is not None else None
+    if weights is None and profile is not None:
+        weights = acc.weights[profile] = {}
     for position, dim in enumerate(record.dimensions):
-        name = str(dim.get("name", ""))
+        name = dim.get("name", "")
+        if type(name) is not str:
+            name = str(name)
         score = dim.get("score")
-        if type(score) is not float or not math.isfinite(score):
+        if type(score) is not float or score - score != 0.0:  # not a finite float (nan - nan is nan)
             score = finite_number(score)
         if dim.get("source") == JUDGE_SOURCE:
             acc.judge_names.setdefault(name)
             if score is not None:
                 acc.judge[(name, treatment)].append(score)
             continue
-        if position < acc.dim_order.get(name, position + 1):
-            acc.dim_order[name] = position
-        key = (record.profile or "", name)
-        if (
-            key not in acc.weights
-            and record.profile is not None
-            and (weight := finite_number(dim.get("weight"))) is not None
-        ):
-            acc.weights[key] = weight
-        sums = acc.dim_sums.get((name, treatment))
+        if position < order.get(name, position + 1):
+            order[name] = position
+        if weights is not None and name not in weights and (weight := finite_number(dim.get("weight"))) is not None:
+            weights[name] = weight
+        sums = t_sums.get(name)
         if sums is None:
-            sums = acc.dim_sums[(name, treatment)] = [0, 0, 0.0, 0.0, 0]
+            sums = t_sums[name] = [0, 0, 0.0, 0.0, 0]
         if score is None:
             sums[0] += 1
             continue
@@ -674,9 +696,9 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, task: str) -
         sums[2] += score
         sums[3] += score * score
         sums[4] += score >= 1.0
-        per_task = acc.dim_tasks.get((name, treatment, task))
+        per_task = cell.get(name)
         if per_task is None:
-            per_task = acc.dim_tasks[(name, treatment, task)] = [0, 0.0]
+            per_task = cell[name] = [0, 0.0]
         per_task[0] += 1
         per_task[1] += score
 
@@ -904,12 +926,14 @@ def _dimension_stats(
     acc: _Acc, names: Sequence[str], treatments: Sequence[str], baseline: str, baseline_found: bool
 ) -> tuple[DimensionStats, ...]:
     per_task: dict[str, list[TaskSummary]] = defaultdict(list)
-    for (name, treatment, task), (n, total) in sorted(acc.dim_tasks.items()):
-        per_task[name].append(TaskSummary(task, treatment, n, 0, 0, n, math.nan, total / n))
+    # By (treatment, task): the order the paired comparisons have always seen their tasks in.
+    for (task, treatment), cell in sorted(acc.dim_tasks.items(), key=lambda item: (item[0][1], item[0][0])):
+        for name, (n, total) in cell.items():
+            per_task[name].append(TaskSummary(task, treatment, n, 0, 0, n, math.nan, total / n))
     rows = []
     for name in names:
         for t in treatments:
-            na, n, total, squares, full = acc.dim_sums.get((name, t), (0, 0, 0.0, 0.0, 0))
+            na, n, total, squares, full = acc.dim_sums.get(t, {}).get(name, (0, 0, 0.0, 0.0, 0))
             mean = total / n if n else math.nan
             # Scores lie in [0, 1], so the sum-of-squares form loses nothing that matters here.
             sd = math.sqrt(max(0.0, (squares - n * mean * mean) / (n - 1))) if n > 1 else math.nan
@@ -925,13 +949,14 @@ def _dimension_stats(
 
 
 def _weights(acc: _Acc) -> tuple[DimensionWeight, ...]:
-    totals: dict[str, float] = defaultdict(float)
-    for (profile, _), weight in acc.weights.items():
-        totals[profile] += weight
-    return tuple(
-        DimensionWeight(name, profile, weight, weight / totals[profile] if totals[profile] else math.nan)
-        for (profile, name), weight in sorted(acc.weights.items())
-    )
+    rows: list[DimensionWeight] = []
+    for profile, weights in sorted(acc.weights.items()):
+        total = sum(weights.values())
+        rows.extend(
+            DimensionWeight(name, profile, weight, weight / total if total else math.nan)
+            for name, weight in sorted(weights.items())
+        )
+    return tuple(rows)
 
 
 def _failures(acc: _Acc, treatments: Sequence[str]) -> tuple[FailureCause, ...]:

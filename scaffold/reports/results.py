@@ -6,9 +6,10 @@ new meaning without bumping ``RESULTS_SCHEMA_VERSION``; new fields may be added 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+import orjson
 
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import JUDGE_SOURCE, TrialFiles, finite_number, noise_of
@@ -18,10 +19,6 @@ __all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_r
 RESULTS_SCHEMA = "comet-eval/results"
 RESULTS_SCHEMA_VERSION = 1
 _TOKEN_KEYS = ("input", "output", "cache_read", "cache_write")
-
-
-# One encoder for every line: json.dumps with options builds a new one per call.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str, Any]:
@@ -74,4 +71,6 @@ def result_lines(
     ordered = sorted(records, key=lambda r: (r.task, r.treatment, r.experiment_id, r.trial, r.case_id))
     for record in ordered:
         row = result_row(record, files.get((record.experiment_id, record.case_id)))
-        yield _ENCODER.encode(row) + "\n"
+        # orjson: compact UTF-8 with the newline, about five times faster than json.dumps per line. Every
+        # number in a row went through finite_number, so no NaN reaches it (orjson would write null).
+        yield orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()

@@ -79,24 +79,20 @@ class Aggregate:
     by_pair: dict[tuple[str, str], Group]
     tasks: list[str]
     treatments: list[str]
-    dimensions: list[str]
 
 
 def aggregate(records: Sequence[TrialRecord]) -> Aggregate:
     by_treatment: dict[str, Group] = defaultdict(Group)
     by_pair: dict[tuple[str, str], Group] = defaultdict(Group)
-    dimensions: dict[str, None] = {}  # first-seen order, constant-time membership
     for record in records:
         by_treatment[record.treatment].records.append(record)
         by_pair[(record.task, record.treatment)].records.append(record)
-        for dim in record.dimensions:
-            dimensions.setdefault(dim["name"])
+    # Dimensions come from the analysis (its rubric order), not from another pass over every score.
     return Aggregate(
         dict(sorted(by_treatment.items())),
         dict(by_pair),
         sorted({r.task for r in records}),
         sorted(by_treatment),
-        list(dimensions),
     )
 
 

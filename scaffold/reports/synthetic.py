@@ -198,6 +198,7 @@ def _record(
         weighted_score=weighted,
         workspace={"backend": "docker", "kept": False, "path": None},
         noise=noise,
+        streams=(STREAM_FILE,),
     )
 
 
