@@ -12,8 +12,8 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,17 +99,25 @@ class TrialRecord:
                 f"{source or 'record'}: schema_version {version!r} is not supported (this harness reads "
                 f"{SCHEMA_VERSION}); re-run the trial or use the comet-eval release that wrote it"
             )
-        fields = cls.__dataclass_fields__
-        known = {k: v for k, v in data.items() if k in fields}
-        for key in _TUPLE_FIELDS:
-            if (value := known.get(key)) is not None:
-                known[key] = tuple(value)
-            elif key != "streams":
-                known[key] = ()
-        try:
-            return cls(**known)
-        except TypeError as exc:
-            raise RecordError(f"{source or 'record'}: {exc}") from None
+        # Each slot is set through its descriptor, as the generated __init__ does through object.__setattr__
+        # but about three times faster: at 100,000 records the constructor alone took 0.6 s. Every field
+        # is set (given, defaulted or refused), so the object is exactly what cls(**fields) would build.
+        record = object.__new__(cls)
+        for name, set_slot, default, factory, as_tuple in _SLOTS:
+            value = data.get(name, _ABSENT)
+            if value is _ABSENT or (as_tuple and value is None):  # null lists read as their default
+                if factory is not None:
+                    value = factory()
+                elif default is MISSING:
+                    raise RecordError(f"{source or 'record'}: the required field {name!r} is missing")
+                else:
+                    value = default
+            elif as_tuple:
+                if not isinstance(value, list | tuple):
+                    raise RecordError(f"{source or 'record'}: {name!r} is a list, not {type(value).__name__}")
+                value = tuple(value)
+            set_slot(record, value)
+        return record
 
     def trajectory_object(self) -> Trajectory | None:
         return Trajectory.from_summary(self.trajectory) if self.trajectory else None
@@ -122,6 +130,18 @@ class TrialRecord:
 
 
 _TUPLE_FIELDS = ("checks", "dimensions", "hard_failures", "errors", "streams")
+_ABSENT: Any = object()
+# (name, the slot's setter, default, default factory, stored as a tuple) for every field, in order.
+_SLOTS: tuple[tuple[str, Callable[[Any, Any], None], Any, Callable[[], Any] | None, bool], ...] = tuple(
+    (
+        f.name,
+        TrialRecord.__dict__[f.name].__set__,
+        f.default,
+        None if f.default_factory is MISSING else f.default_factory,
+        f.name in _TUPLE_FIELDS,
+    )
+    for f in fields(TrialRecord)
+)
 
 
 def _plain(value: Any) -> Any:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scaffold.errors import RecordError, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
@@ -141,3 +144,61 @@ def test_streams_round_trip_and_are_absent_from_older_records(tmp_path: Path) ->
     assert read_record(path).streams == ("agent.turn-1.jsonl", "agent.turn-1.stderr.log")
     older = {k: v for k, v in rec.to_dict().items() if k != "streams"}
     assert TrialRecord.from_dict(older).streams is None  # unknown: readers list the folder instead
+
+
+_text = st.text(max_size=8)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=8,
+)
+_records = st.builds(
+    TrialRecord,
+    experiment_id=_text,
+    case_id=_text,
+    task=_text,
+    treatment=_text,
+    trial=st.integers(0, 1000),
+    config=st.dictionaries(_text, _json, max_size=3),
+    config_hash=_text,
+    verdict=st.sampled_from(["passed", "failed", "error"]),
+    profile=st.none() | _text,
+    duration_s=st.floats(0, 1e6),
+    trajectory=st.none() | st.dictionaries(_text, _json, max_size=3),
+    checks=st.lists(st.dictionaries(_text, _json, max_size=2), max_size=3).map(tuple),
+    dimensions=st.lists(st.dictionaries(_text, _json, max_size=2), max_size=3).map(tuple),
+    weighted_score=st.none() | st.floats(0, 1),
+    hard_failures=st.lists(_text, max_size=2).map(tuple),
+    noise=st.dictionaries(_text, _json, max_size=2),
+    streams=st.none() | st.lists(_text, max_size=2).map(tuple),
+)
+
+
+@given(_records)
+def test_from_dict_builds_exactly_what_the_constructor_built(rec: TrialRecord) -> None:
+    # from_dict sets the slots itself (faster than the generated __init__): it must agree field for field.
+    data = json.loads(json.dumps(rec.to_dict()))
+    back = TrialRecord.from_dict({**data, "a_field_from_a_newer_release": 1})
+    assert back == rec and hash(back.trial) == hash(rec.trial)
+    assert [getattr(back, f) for f in TrialRecord.__slots__] == [getattr(rec, f) for f in TrialRecord.__slots__]
+    with pytest.raises(FrozenInstanceError):
+        back.task = "changed"  # type: ignore[misc]
+
+
+@given(_records, st.sampled_from(["experiment_id", "case_id", "task", "treatment", "trial", "config", "verdict"]))
+def test_from_dict_refuses_a_record_without_a_required_field(rec: TrialRecord, missing: str) -> None:
+    data = {k: v for k, v in rec.to_dict().items() if k != missing}
+    with pytest.raises(RecordError, match=f"the required field '{missing}' is missing"):
+        TrialRecord.from_dict(data, "somewhere/record.json")
+
+
+def test_from_dict_defaults_and_refusals_for_lists() -> None:
+    data = record("a", "CONTROL", 1, "passed", 1.0).to_dict()
+    for name in ("checks", "dimensions", "hard_failures", "errors"):
+        assert getattr(TrialRecord.from_dict({**data, name: None}), name) == ()
+        del_one = {k: v for k, v in data.items() if k != name}
+        assert getattr(TrialRecord.from_dict(del_one), name) == ()
+    assert TrialRecord.from_dict({**data, "streams": None}).streams is None
+    assert TrialRecord.from_dict({k: v for k, v in data.items() if k != "phases"}).phases == {}
+    with pytest.raises(RecordError, match="'checks' is a list, not int"):
+        TrialRecord.from_dict({**data, "checks": 3})
