@@ -88,6 +88,8 @@ def _steps(experiment: Path, out: Path, times: dict[str, list[float]]) -> int:
 def end_to_end(experiment: Path, out: Path) -> float:
     comet = Path(sys.executable).with_name("comet")
     command = [str(comet), "report", str(experiment), "--html", "--out", str(out)]
+    # Earlier rounds wrote hundreds of MB; flush them now rather than have the kernel do it mid-round.
+    os.sync()
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
@@ -120,14 +122,18 @@ def main(argv: list[str] | None = None) -> int:
         walls: list[float] = []
         times: dict[str, list[float]] = {}
         size = 0
+        # Every end-to-end round first, each in a fresh process; then the in-process steps (this process
+        # grows by the records it reads, which the fresh processes should not share the machine with).
         for i in range(args.repeat):
-            out_cli, out_steps = tmp / f"out-cli-{i}", tmp / f"out-steps-{i}"
+            out_cli = tmp / f"out-cli-{i}"
             out_cli.mkdir()
-            out_steps.mkdir()
             walls.append(end_to_end(experiment, out_cli))
-            size = in_process(experiment, out_steps, times)
             cli_size = (out_cli / "report.html").stat().st_size
             print(f"  round {i + 1}: comet report {walls[-1]:.2f}s; report.html {cli_size:,} bytes", flush=True)
+        for i in range(args.repeat):
+            out_steps = tmp / f"out-steps-{i}"
+            out_steps.mkdir()
+            size = in_process(experiment, out_steps, times)
 
         print(f"\n{'step (in this process)':<36} {'s (median)':>10} {'share':>7}")
         medians = {label: statistics.median(values) for label, values in times.items()}
