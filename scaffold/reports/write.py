@@ -80,7 +80,6 @@ def report_experiments(
     *keep_records*: return the records in ``Reported.loaded`` rather than freeing them (a process about
     to end can skip freeing them one by one: see scaffold.cli.entry).
     """
-
     with gc_paused():
         loaded = load_experiments(dirs, link_base=out_dir)
         if not loaded.records and not allow_empty:
