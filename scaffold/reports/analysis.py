@@ -635,9 +635,7 @@ def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, s
     acc.cell_durations[key].append(duration)
     phases = acc.phases[treatment]
     for name, seconds in record.phases.items():
-        if type(seconds) is float and seconds - seconds == 0.0:  # finite: inf - inf and nan - nan are nan
-            phases[name].append(seconds)
-        elif (value := finite_number(seconds)) is not None:
+        if (value := finite_number(seconds)) is not None:
             phases[name].append(value)
     traj = record.trajectory
     if not traj:
@@ -659,23 +657,16 @@ def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, s
 def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, str]) -> None:
     # The hottest loop at 100,000 trials (several dimensions each): plain sums, no objects per score, and
     # the per-treatment and per-cell dicts looked up once per record.
-    t_sums = acc.dim_sums.get(treatment)
-    if t_sums is None:
-        t_sums = acc.dim_sums[treatment] = {}
-    cell = acc.dim_tasks.get(key)
-    if cell is None:
-        cell = acc.dim_tasks[key] = {}
+    t_sums = acc.dim_sums.setdefault(treatment, {})
+    cell = acc.dim_tasks.setdefault(key, {})
     order = acc.dim_order
-    profile = record.profile
-    weights = acc.weights.get(profile) if profile is not None else None
-    if weights is None and profile is not None:
-        weights = acc.weights[profile] = {}
+    weights = acc.weights.setdefault(record.profile, {}) if record.profile is not None else None
     for position, dim in enumerate(record.dimensions):
         name = dim.get("name", "")
         if type(name) is not str:
             name = str(name)
         score = dim.get("score")
-        if type(score) is not float or score - score != 0.0:  # not a finite float (nan - nan is nan)
+        if type(score) is not float or not math.isfinite(score):
             score = finite_number(score)
         if dim.get("source") == JUDGE_SOURCE:
             acc.judge_names.setdefault(name)

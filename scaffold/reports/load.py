@@ -15,7 +15,7 @@ from pathlib import Path
 
 from scaffold.errors import RecordError, ReportError
 from scaffold.experiment import RECORD_FILE
-from scaffold.records import TrialRecord, gc_paused, parse_record, read_bytes, stream_names
+from scaffold.records import TrialRecord, gc_paused, read_record, stream_names
 from scaffold.reports.analysis import TrialFiles
 
 __all__ = ["Loaded", "load_experiments"]
@@ -105,16 +105,10 @@ def _read_trials(trials: str) -> tuple[list[tuple[str, TrialRecord]], list[str]]
     for folder in folders:
         path = f"{trials}/{folder}/{RECORD_FILE}"
         try:
-            data = read_bytes(path)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            problems.append(f"{path}: cannot be read as a trial record: {exc}")
-            continue
-        try:
-            found.append((folder, parse_record(data, path)))
+            found.append((folder, read_record(path)))
         except RecordError as exc:
-            problems.append(str(exc))
+            if os.path.lexists(path):  # checked only on failure: reading is the common case
+                problems.append(str(exc))
     return found, problems
 
 
