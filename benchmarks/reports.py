@@ -43,7 +43,7 @@ from scaffold.reports.html import render_html
 from scaffold.reports.load import load_experiments
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
-from scaffold.reports.synthetic import synthetic_records, task_names, treatment_names, write_experiment
+from tests.support.synthetic import synthetic_records, task_names, treatment_names, write_experiment
 
 TIME_GOAL_S = 10.0
 SIZE_GOAL = 2_000_000

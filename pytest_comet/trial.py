@@ -11,7 +11,7 @@ from scaffold.cases import Broken
 
 if TYPE_CHECKING:
     from scaffold.cases import Case
-    from scaffold.trial import TrialOutcome
+    from scaffold.trial import TrialResult
 
 __all__ = ["Trial"]
 
@@ -19,7 +19,7 @@ __all__ = ["Trial"]
 @dataclass(frozen=True, slots=True)
 class Trial:
     case: Case | Broken
-    outcome: TrialOutcome | None = None
+    outcome: TrialResult | None = None
     error: str = ""
     observational: bool = False
     """A trial of the baseline in a session without ``--gate``: the baseline is measured, not tested, so
@@ -48,14 +48,14 @@ class Trial:
         if self.outcome.resumed:
             head += " [from an earlier run of this experiment; not re-run]"
         lines = [head]
-        lines += [f"  error ({e['type']}): {e['message']}" for e in record.errors]
+        lines += [f"  error ({e.type}): {e.message}" for e in record.errors]
         lines += [f"  hard failure: {h}" for h in record.hard_failures]
         for check in record.checks:
-            if check["status"] == "failed":
-                lines.append(f"  failed check [{check['source']}] {check['name']}: {check['reason']}")
-        trajectory = record.trajectory or {}
-        lines += [f"  agent error: {e}" for e in trajectory.get("errors", ())]
+            if check.status == "failed":
+                lines.append(f"  failed check [{check.source}] {check.name}: {check.reason}")
+        if record.trajectory is not None:
+            lines += [f"  agent error: {e}" for e in record.trajectory.errors]
         lines.append(f"  record: {self.outcome.record_path}")
-        if record.workspace.get("path"):
-            lines.append(f"  workspace kept: {record.workspace['path']}")
+        if record.workspace.path:
+            lines.append(f"  workspace kept: {record.workspace.path}")
         return "\n".join(lines)

@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 from scaffold import __version__
 from scaffold.errors import CometError, Problem
 from scaffold.profiles import infer_profile, known_profiles
-from scaffold.tasks import TaskCatalog, load_catalog
-from scaffold.treatments import TreatmentCatalog, load_treatments, parse_skill_bases
+from scaffold.session import HarnessSession, Options
+from scaffold.tasks import TaskCatalog
+from scaffold.treatments import TreatmentCatalog
 
 __all__ = ["main"]
 
@@ -94,7 +95,7 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     listing = task_commands.add_parser("list", help="the tasks of one or more tasks folders")
     _dirs_arguments(listing)
     listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(func=_tasks_list)
+    listing.set_defaults(func=_tasks_list, treatments_dir=[], skill_base=[])
 
     check = task_commands.add_parser("check", help="every problem in every task; exit 1 when there is any")
     _dirs_arguments(check)
@@ -177,12 +178,20 @@ def _dirs_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="tasks folder(s) (default: local/tasks)")
 
 
-def _task_dirs(args: argparse.Namespace) -> list[Path]:
-    return list(args.dirs) or [Path("local/tasks")]
+def _session(args: argparse.Namespace) -> HarnessSession:
+    """The harness session of a ``comet tasks`` command: its folders resolve as a pytest run's do."""
+    options = Options(
+        root=Path(),
+        tasks_dirs=tuple(args.dirs),
+        treatments_dirs=tuple(args.treatments_dir),
+        skill_bases=tuple(args.skill_base),
+    )
+    return HarnessSession(options)
 
 
 def _tasks_list(args: argparse.Namespace) -> int:
-    catalog = load_catalog(_task_dirs(args))
+    session = _session(args)
+    catalog, _ = session.catalogs()
     rows: list[dict[str, Any]] = []
     for name in catalog.names():
         task = catalog.tasks.get(name)
@@ -205,7 +214,7 @@ def _tasks_list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print("no tasks found in " + ", ".join(str(d) for d in _task_dirs(args)))
+        print("no tasks found in " + ", ".join(str(d) for d in session.task_folders()))
         return 0
     width = max(len(r["name"]) for r in rows)
     for row in rows:
@@ -221,12 +230,7 @@ def _tasks_list(args: argparse.Namespace) -> int:
 
 
 def _tasks_check(args: argparse.Namespace) -> int:
-    dirs = _task_dirs(args)
-    catalog = load_catalog(dirs)
-    treatment_dirs = list(args.treatments_dir) or [
-        d.parent / "treatments" for d in dirs if (d.parent / "treatments").is_dir()
-    ]
-    treatments = load_treatments(treatment_dirs, skill_bases=parse_skill_bases(args.skill_base))
+    catalog, treatments = _session(args).catalogs()
     problems = [*catalog.problems(), *treatments.problems(), *_cross_problems(catalog, treatments)]
     for problem in problems:
         print(problem)
@@ -292,7 +296,7 @@ def _model_server(args: argparse.Namespace) -> int:
 
 
 def _images_build_base(args: argparse.Namespace) -> int:
-    from scaffold.images import BASE_TAG, build_base_image
+    from scaffold.workspaces.docker.base_image import BASE_TAG, build_base_image
 
     image = build_base_image(args.tag or BASE_TAG, mirror=args.mirror, force=args.force)
     verb = "built" if image.built else "already present, reused"

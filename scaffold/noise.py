@@ -28,15 +28,16 @@ Pure: reads a record, returns a verdict with the evidence that decided.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from scaffold.records import TrialRecord
+from scaffold.agents.builtin import BUILTIN_TRAITS
+from scaffold.plain import plain
+from scaffold.records import NoiseVerdict, TrialRecord
+from scaffold.trajectory import ApiFailure, Trajectory
+from scaffold.validation.results import ValidationCheck
 
-__all__ = ["EXCLUDED_REASONS", "FLAGGED_REASONS", "NoiseVerdict", "classify"]
+__all__ = ["EXCLUDED_REASONS", "FLAGGED_REASONS", "UNCLASSIFIED", "classify"]
 
-Category = Literal["included", "flagged", "excluded"]
 Source = Literal["structured", "text"]
 
 EXCLUDED_REASONS: Final = (
@@ -54,9 +55,10 @@ FLAGGED_REASONS: Final = (
     "validator_assumption",
     "partial_observability",
 )
+UNCLASSIFIED: Final = NoiseVerdict("included", "unclassified")
+"""The noise of a record not yet classified: what the runner builds a record with before it classifies
+the finished record (and what an upgraded record holds until it is classified). Never written."""
 
-# Agents whose streams report tokens: missing tokens on a finished run means we lost telemetry.
-_TELEMETRY_AGENTS: Final = frozenset({"claude-code", "codex", "qoder", "codebuddy"})
 _CONTAINER_TYPES: Final = frozenset(
     {"WorkspaceError", "DockerException", "APIError", "ContainerError", "ImageNotFound"}
 )
@@ -94,30 +96,19 @@ _VALIDATOR_REASONS: Final = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class NoiseVerdict:
-    category: Category
-    reason: str
-    source: Source = "structured"
-    evidence: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form stored in trial records as ``noise``."""
-        evidence = dict(self.evidence)
-        return {"category": self.category, "reason": self.reason, "source": self.source, "evidence": evidence}
-
-
 _INCLUDED = NoiseVerdict("included", "")
+# What a record without a trajectory reads as: nothing completed late, nothing failed, nothing said.
+_NONE: Final = Trajectory(agent="")
 
 
 def classify(record: TrialRecord) -> NoiseVerdict:
     """The noise verdict of one trial (see the module docstring for the order of the rules)."""
-    traj: Mapping[str, Any] = record.trajectory or {}
+    traj = record.trajectory or _NONE
     for rule in (_record_errors, _api_failures, _timeouts, _exit_codes):
         verdict = rule(record, traj)
         if verdict is not None:
             return verdict
-    finished = record.verdict != "error" and bool(traj.get("completed", True)) and not traj.get("timed_out")
+    finished = record.verdict != "error" and traj.completed and not traj.timed_out
     text = _text_match(_texts(record, traj))
     if text is not None and not finished:
         return NoiseVerdict("excluded", text[0], "text", {"pattern": text[0], "text": text[1], "where": text[2]})
@@ -132,38 +123,36 @@ def _flagged(reason: str, source: Source = "structured", **evidence: Any) -> Noi
     return NoiseVerdict("flagged", reason, source, evidence)
 
 
-def _record_errors(record: TrialRecord, traj: Mapping[str, Any]) -> NoiseVerdict | None:
+def _record_errors(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None:
     for error in record.errors:
-        kind = str(error.get("type", ""))
-        if kind in _TIMEOUT_TYPES:
-            return _excluded("runner_timeout", error=dict(error))
-        if kind in _CONTAINER_TYPES:
-            return _excluded("container_failure", error=dict(error))
+        if error.type in _TIMEOUT_TYPES:
+            return _excluded("runner_timeout", error=plain(error))
+        if error.type in _CONTAINER_TYPES:
+            return _excluded("container_failure", error=plain(error))
     return None
 
 
-def _api_failures(record: TrialRecord, traj: Mapping[str, Any]) -> NoiseVerdict | None:
-    failures: Sequence[Mapping[str, Any]] = traj.get("failures") or ()
-    final = [f for f in failures if f.get("final")]
+def _api_failures(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None:
+    failures = traj.failures
+    final = [f for f in failures if f.final]
     if final:
-        return _excluded(_reason_of(final[-1]), failure=dict(final[-1]), failures=len(failures))
+        return _excluded(_reason_of(final[-1]), failure=plain(final[-1]), failures=len(failures))
     # Retries and then no result at all (Codex waits for the network until it is killed): the
     # failure it was retrying is what stopped the run.
-    if failures and (not traj.get("completed", True) or traj.get("timed_out")):
-        return _excluded(_reason_of(failures[-1]), failure=dict(failures[-1]), failures=len(failures), recovered=False)
+    if failures and (not traj.completed or traj.timed_out):
+        return _excluded(_reason_of(failures[-1]), failure=plain(failures[-1]), failures=len(failures), recovered=False)
     return None
 
 
-def _reason_of(failure: Mapping[str, Any]) -> str:
-    kind = str(failure.get("kind", "api_error"))
-    return kind if kind in EXCLUDED_REASONS else "api_error"
+def _reason_of(failure: ApiFailure) -> str:
+    return failure.kind if failure.kind in EXCLUDED_REASONS else "api_error"
 
 
-def _timeouts(record: TrialRecord, traj: Mapping[str, Any]) -> NoiseVerdict | None:
-    if not traj.get("timed_out"):
+def _timeouts(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None:
+    if not traj.timed_out:
         return None
     budget = (record.config.get("timeouts") or {}).get("agent_s")
-    used = float(traj.get("duration_s") or 0.0)
+    used = float(traj.duration_s or 0.0)
     evidence = {"agent_budget_s": budget, "agent_duration_s": used}
     if isinstance(budget, (int, float)) and used >= _BUDGET_SHARE * budget:
         # The agent exceeded the task's own time budget: a real failure, counted.
@@ -171,20 +160,20 @@ def _timeouts(record: TrialRecord, traj: Mapping[str, Any]) -> NoiseVerdict | No
     return _excluded("runner_timeout", **evidence)
 
 
-def _exit_codes(record: TrialRecord, traj: Mapping[str, Any]) -> NoiseVerdict | None:
-    code = traj.get("exit_code")
+def _exit_codes(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None:
+    code = traj.exit_code
     if code in _START_EXITS:
         return _excluded("container_failure", exit_code=code, why="the agent CLI could not start")
-    if code in _SIGNAL_EXITS and not traj.get("timed_out"):
+    if code in _SIGNAL_EXITS and not traj.timed_out:
         return _excluded("container_failure", exit_code=code, why="the agent was killed by a signal it did not ask for")
     return None
 
 
-def _texts(record: TrialRecord, traj: Mapping[str, Any]) -> list[tuple[str, str]]:
-    found = [(f"errors[{i}]", f"{e.get('type', '')}: {e.get('message', '')}") for i, e in enumerate(record.errors)]
-    found += [(f"trajectory.errors[{i}]", str(e)) for i, e in enumerate(traj.get("errors") or ())]
-    if traj.get("final_text"):
-        found.append(("trajectory.final_text", str(traj["final_text"])))
+def _texts(record: TrialRecord, traj: Trajectory) -> list[tuple[str, str]]:
+    found = [(f"errors[{i}]", f"{e.type}: {e.message}") for i, e in enumerate(record.errors)]
+    found += [(f"trajectory.errors[{i}]", e) for i, e in enumerate(traj.errors)]
+    if traj.final_text:
+        found.append(("trajectory.final_text", traj.final_text))
     return found
 
 
@@ -199,31 +188,35 @@ def _text_match(texts: list[tuple[str, str]]) -> tuple[str, str, str] | None:
     return None
 
 
-def _flags(record: TrialRecord, traj: Mapping[str, Any], text: tuple[str, str, str] | None) -> NoiseVerdict | None:
-    failures = traj.get("failures") or ()
-    if failures:
-        return _flagged("outer_failure_mentioned", recovered_failures=[dict(f) for f in failures][:5])
+def _flags(record: TrialRecord, traj: Trajectory, text: tuple[str, str, str] | None) -> NoiseVerdict | None:
+    if traj.failures:
+        return _flagged("outer_failure_mentioned", recovered_failures=[plain(f) for f in traj.failures][:5])
     if record.errors:
         # An error of no infrastructure type: the harness, not the agent, probably broke the trial.
-        return _flagged("suspected_harness_trigger", error=dict(record.errors[0]))
-    if traj.get("permission_denials"):
-        return _flagged("suspected_harness_trigger", permission_denials=list(traj["permission_denials"]))
-    broken = [dict(c) for c in record.checks if c.get("status") == "failed" and _validator_broke(c)]
+        return _flagged("suspected_harness_trigger", error=plain(record.errors[0]))
+    if traj.permission_denials:
+        return _flagged("suspected_harness_trigger", permission_denials=list(traj.permission_denials))
+    broken = [plain(c) for c in record.checks if c.status == "failed" and _validator_broke(c)]
     if broken:
         return _flagged("validator_assumption", checks=broken[:5])
     if record.trajectory is None and record.verdict != "error":
         return _flagged("partial_observability", missing="trajectory")
-    if traj.get("malformed_lines"):
-        return _flagged("partial_observability", malformed_lines=traj["malformed_lines"])
-    if traj and traj.get("tokens") is None and traj.get("agent") in _TELEMETRY_AGENTS:
-        return _flagged("partial_observability", missing="tokens", agent=traj.get("agent"))
+    if traj.malformed_lines:
+        return _flagged("partial_observability", malformed_lines=traj.malformed_lines)
+    if record.trajectory is not None and traj.tokens is None and _reports_tokens(traj.agent):
+        return _flagged("partial_observability", missing="tokens", agent=traj.agent)
     if text is not None:
         return _flagged("outer_failure_mentioned", "text", pattern=text[0], text=text[1], where=text[2])
     return None
 
 
-def _validator_broke(check: Mapping[str, Any]) -> bool:
+def _reports_tokens(agent: str) -> bool:
+    """Whether *agent*'s stream reports tokens, so that a finished run without them lost telemetry.
+    Known for the built-in agents; a custom adapter's telemetry is not assumed."""
+    traits = BUILTIN_TRAITS.get(agent)
+    return traits is not None and traits.reports_tokens
+
+
+def _validator_broke(check: ValidationCheck) -> bool:
     """A script check that failed because the script itself broke, not because the work was wrong."""
-    return str(check.get("source", "")).startswith("script:") and bool(
-        _VALIDATOR_REASONS.match(str(check.get("reason", "")))
-    )
+    return check.source.startswith("script:") and bool(_VALIDATOR_REASONS.match(check.reason))

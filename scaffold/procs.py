@@ -15,27 +15,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessResult", "run_process", "tail"]
+from scaffold.process_output import ProcessResult
+
+__all__ = ["TERM_GRACE_S", "run_process"]
 
 TERM_GRACE_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessResult:
-    exit_code: int | None  # None when the process was killed for its timeout
-    timed_out: bool
-    duration_s: float
-    stdout_path: Path
-    stderr_path: Path
-
-    def stdout(self, limit: int = 1 << 20) -> str:
-        return tail(self.stdout_path, limit)
-
-    def stderr(self, limit: int = 4000) -> str:
-        return tail(self.stderr_path, limit)
 
 
 def run_process(
@@ -143,16 +129,3 @@ def _kill_group(pgid: int) -> None:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
-
-def tail(path: Path, limit: int = 4000) -> str:
-    """The last *limit* bytes of a file as text (empty when it does not exist)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - limit))
-            data = handle.read()
-    except OSError:
-        return ""
-    return data.decode("utf-8", errors="replace")

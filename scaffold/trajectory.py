@@ -1,30 +1,51 @@
-"""The normalized trajectory every agent adapter produces, whatever its native stream looks like."""
+"""The normalized trajectory every agent adapter produces, whatever its native stream looks like.
+
+These are the typed values a trial record stores as its ``trajectory`` (scaffold.records), so they are
+``msgspec`` structs: a record file decodes straight into them, every field checked against its type,
+without a pass through plain dicts. Frozen (change one with :func:`msgspec.structs.replace`) and not
+tracked by the cyclic garbage collector: they hold JSON data only, never a reference cycle.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["TokenUsage", "ToolCall", "Trajectory"]
+import msgspec
+
+from scaffold.plain import plain
+
+__all__ = ["ApiFailure", "TokenUsage", "ToolCall", "Trajectory"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+class ToolCall(msgspec.Struct, frozen=True, gc=False):
     name: str
-    input: Mapping[str, Any] = field(default_factory=dict)
+    input: Mapping[str, Any] = {}
 
 
-@dataclass(frozen=True, slots=True)
-class TokenUsage:
+class TokenUsage(msgspec.Struct, frozen=True, gc=False):
     input: int = 0
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Trajectory:
+class ApiFailure(msgspec.Struct, frozen=True, gc=False):
+    """A typed API failure read from an agent's stream (scaffold.agents.streams.failures).
+
+    ``kind`` is one of ``FAILURE_KINDS``; ``status`` the HTTP status when the stream says it; ``final`` is
+    true when the CLI gave up (the run ended on it), false for a retry it announced, which may have
+    recovered.
+    """
+
+    kind: str
+    status: int | None = None
+    source: str = ""
+    message: str = ""
+    final: bool = False
+
+
+class Trajectory(msgspec.Struct, frozen=True, gc=False):
     """What an agent did in one trial.
 
     ``None`` means "not reported by this agent" (N/A in reports), never zero: an agent without
@@ -43,8 +64,8 @@ class Trajectory:
     final_text: str = ""
     permission_denials: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
-    failures: tuple[Mapping[str, Any], ...] = ()
-    """Typed API failures from the stream (kind, status, source, message, final): see streams.failures."""
+    failures: tuple[ApiFailure, ...] = ()
+    """Typed API failures from the stream, in the order they were seen."""
     malformed_lines: int = 0
     exit_code: int | None = None
     timed_out: bool = False
@@ -55,20 +76,7 @@ class Trajectory:
     """auto_user conversations: one entry per turn (prompt kind, decision, reply and its source)."""
 
     def summary(self) -> dict[str, Any]:
-        """The JSON-ready form stored in trial records."""
-        data = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        data["interaction_log"] = [dict(e) for e in self.interaction_log]
-        data["failures"] = [dict(f) for f in self.failures]
-        data["tool_calls"] = [{"name": c.name, "input": dict(c.input)} for c in self.tool_calls]
+        """The JSON-ready form stored in trial records: every field, then ``tool_call_count``."""
+        data: dict[str, Any] = plain(self)
         data["tool_call_count"] = len(self.tool_calls)
         return data
-
-    @classmethod
-    def from_summary(cls, data: Mapping[str, Any]) -> Trajectory:
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        fields["tool_calls"] = tuple(ToolCall(c["name"], c.get("input", {})) for c in data.get("tool_calls", ()))
-        tokens = data.get("tokens")
-        fields["tokens"] = TokenUsage(**tokens) if tokens else None
-        for key in ("commands", "skills_invoked", "permission_denials", "errors", "failures", "interaction_log"):
-            fields[key] = tuple(data.get(key, ()))
-        return cls(**fields)

@@ -8,28 +8,31 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from scaffold.agents import Agent, AgentRequest
+from msgspec.structs import replace
+
+from scaffold.agents.base import Agent, AgentRequest
 from scaffold.cases import Case
 from scaffold.errors import CometError, RecordError
 from scaffold.experiment import Experiment
 from scaffold.hashing import hash_json, hash_tree
-from scaffold.noise import classify
+from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.profiles import resolve_profile
-from scaffold.records import TrialRecord, Verdict, read_record, stream_names, write_json_atomic
+from scaffold.record_files import read_record, stream_names, write_record
+from scaffold.records import AgentInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
 from scaffold.rubrics import RubricInput
 from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
 from scaffold.treatments import Treatment, TreatmentCatalog
 from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
-from scaffold.workspaces import Backend, Workspace
+from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 
-__all__ = ["KeepPolicy", "Runner", "Settings", "TrialOutcome"]
+__all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult"]
 
 KeepPolicy = Literal["failed", "all", "none"]
 
@@ -47,7 +50,9 @@ class Settings:
 
 
 @dataclass(frozen=True, slots=True)
-class TrialOutcome:
+class TrialResult:
+    """A finished trial: its record, where the record is, and whether an earlier run wrote it."""
+
     record: TrialRecord
     record_path: Path
     resumed: bool = False
@@ -83,7 +88,7 @@ class Runner:
             },
             "agent": {
                 "name": self.agent.name,
-                "model": getattr(self.agent, "model", None) or self.settings.model,
+                "model": self.agent.model or self.settings.model,
                 "install": self.agent.install.key if self.agent.install else None,
             },
             "backend": self.backend.name,
@@ -94,7 +99,7 @@ class Runner:
             },
         }
 
-    def run(self, case: Case) -> TrialOutcome:
+    def run(self, case: Case) -> TrialResult:
         """Run *case*, or return its existing record when the experiment already has one.
 
         Configuration errors (unknown profile) raise before anything is created; failures after the
@@ -112,14 +117,14 @@ class Runner:
                     "use a new --experiment-id, or delete the record to run it again"
                 )
             if not (existing.verdict == "error" and self.settings.rerun_errors):
-                return TrialOutcome(existing, record_path, resumed=True)
+                return TrialResult(existing, record_path, resumed=True)
         trial_dir = self.experiment.trial_dir(case)
         if trial_dir.exists():
             shutil.rmtree(trial_dir)
         trial_dir.mkdir(parents=True)
         record = self._execute(case, config, config_hash, trial_dir)
-        write_json_atomic(record_path, record.to_dict())
-        return TrialOutcome(record, record_path)
+        write_record(record_path, record)
+        return TrialResult(record, record_path)
 
     def _hash(self, path: Path) -> str:
         if path not in self._hashes:
@@ -131,7 +136,7 @@ class Runner:
         profile = resolve_profile(task, self.settings.profile)
         started, t0 = self.clock(), time.monotonic()
         phases: dict[str, float] = {}
-        errors: list[dict[str, str]] = []
+        errors: list[TrialError] = []
         trajectory: Trajectory | None = None
         outcome: ValidationOutcome | None = None
         workspace: Workspace | None = None
@@ -165,19 +170,21 @@ class Runner:
             phases["agent_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
+            # The agent is done: nothing it started runs on, nothing reaches out, before validation looks.
+            workspace.begin_validation(ValidationPolicy.STRICT)
             outcome = validate(task, workspace, trial_dir)
             phases["validation_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
             rubric = profile.score(
-                RubricInput(task, treatment.skill_names, self.agent.invokes_skills, trajectory, outcome)
+                RubricInput(task, treatment.skill_names, self.agent.traits.invokes_skills, trajectory, outcome)
             )
             phases["scoring_s"] = time.monotonic() - mark
             verdict = "passed" if outcome.all_passed and not rubric.hard_failures else "failed"
         except CometError as exc:
-            errors.append({"type": type(exc).__name__, "message": str(exc)})
+            errors.append(TrialError(type(exc).__name__, str(exc)))
         except Exception as exc:  # a harness bug must still leave a record saying what happened
-            errors.append({"type": type(exc).__name__, "message": f"unexpected: {exc!r}"})
+            errors.append(TrialError(type(exc).__name__, f"unexpected: {exc!r}"))
         except BaseException:  # Ctrl-C or a stopped worker: no record, so a resume runs it again
             if workspace is not None:
                 self.backend.destroy(workspace, keep=False)
@@ -201,39 +208,33 @@ class Runner:
             finished_at=finished.isoformat(),
             duration_s=round(time.monotonic() - t0, 6),
             phases={k: round(v, 6) for k, v in phases.items()},
-            agent={
-                "name": self.agent.name,
-                "model": config["agent"]["model"],
-                "version": trajectory.agent_version if trajectory else None,
-            },
-            trajectory=trajectory.summary() if trajectory else None,
-            checks=tuple(
-                {"name": c.name, "status": c.status, "source": c.source, "reason": c.reason}
-                for c in (outcome.checks if outcome else ())
+            agent=AgentInfo(
+                self.agent.name, config["agent"]["model"], trajectory.agent_version if trajectory else None
             ),
-            expected_artifacts={k: list(v) for k, v in (outcome.expected_artifacts if outcome else {}).items()},
-            dimensions=tuple(
-                {"name": d.name, "weight": d.weight, "score": d.score, "reason": d.reason}
-                for d in (rubric.dimensions if rubric else ())
-            ),
+            trajectory=trajectory,
+            checks=outcome.checks if outcome else (),
+            expected_artifacts=dict(outcome.expected_artifacts) if outcome else {},
+            dimensions=rubric.dimensions if rubric else (),
             weighted_score=rubric.weighted_score if rubric else None,
             hard_failures=rubric.hard_failures if rubric else (),
             errors=tuple(errors),
-            workspace={
-                "backend": self.backend.name,
-                "kept": keep,
-                "path": str(workspace.host_path) if keep and workspace and workspace.host_path else None,
-            },
+            workspace=WorkspaceInfo(
+                self.backend.name,
+                keep,
+                str(workspace.host_path) if keep and workspace and workspace.host_path else None,
+            ),
             worker=self.worker,
+            noise=UNCLASSIFIED,
             # Listed once here, so reports of 100,000 trials need not list every folder again.
             streams=stream_names(trial_dir),
         )
         # Classified from the finished record, so re-classifying an old record gives the same answer.
-        return replace(record, noise=classify(record).to_dict())
+        return replace(record, noise=classify(record))
 
     def _install(self, workspace: Workspace, treatment: Treatment) -> None:
         """Put the treatment's skills where the agent looks, complete folders; write its instructions."""
+        traits = self.agent.traits
         for skill in treatment.skills:
-            workspace.put(skill.path, f"{self.agent.skills_dir}/{skill.name}")
+            workspace.put(skill.path, f"{traits.skills_dir}/{skill.name}")
         if treatment.claude_md:
-            workspace.write_text(self.agent.instructions_file, treatment.claude_md)
+            workspace.write_text(traits.instructions_file, treatment.claude_md)

@@ -1,112 +1,263 @@
-"""Layering rules of DESIGN.md, checked on the source: pytest_comet -> scaffold -> comet_engine.
+"""The layering rules of DESIGN.md, checked on the source: pytest_comet -> scaffold -> comet_engine, no import
+cycles (function-local and TYPE_CHECKING imports counted), and pure modules that do no I/O.
 
-Pure modules (loaders, rubrics, records, reports, statistics) must not import pytest, docker or
-subprocess, so that logs can be re-scored and re-reported offline.
+Purity is computed, not listed: a module is pure unless it is one of the declared I/O modules (IO_MODULES:
+what runs processes, opens sockets, talks to Docker or is pytest's plugin), and a pure module may reach
+none of them, directly or through any chain of imports. So a new module is pure by default, and one that
+starts a process without being declared, or a pure module that starts importing one, fails here.
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.factories import REPO
 
-PURE = [
-    "scaffold/tasks.py",
-    "scaffold/treatments.py",
-    "scaffold/cases.py",
-    "scaffold/profiles.py",
-    "scaffold/schema.py",
-    "scaffold/errors.py",
-    "scaffold/hashing.py",
-    "scaffold/trajectory.py",
-    "scaffold/records.py",
-    "scaffold/experiment.py",
-    "scaffold/validation/results.py",
-    "scaffold/rubrics/__init__.py",
-    "scaffold/rubrics/generic.py",
-    "scaffold/rubrics/safety.py",
-    "scaffold/reports/summary.py",
-    "scaffold/reports/analysis.py",
-    "scaffold/reports/svg.py",
-    "scaffold/reports/gates.py",
-    "scaffold/reports/results.py",
-    "scaffold/reports/comparison.py",
-    "scaffold/reports/markdown.py",
-    "scaffold/reports/config.py",
-    "scaffold/reports/html.py",
-    "scaffold/python/validation/core.py",
-    "scaffold/agents/streams/__init__.py",
-    "scaffold/agents/streams/claude.py",
-    "scaffold/agents/streams/codex.py",
-    "scaffold/agents/streams/failures.py",
-    "scaffold/noise.py",
-    "scaffold/agents/credentials.py",
-    "scaffold/agents/custom.py",
-    "scaffold/agents/builtin.py",
-    "scaffold/conversation.py",
-    "scaffold/modelserver/script.py",
-    "scaffold/modelserver/anthropic.py",
-    "scaffold/modelserver/openai.py",
-    "scaffold/stats/__init__.py",
-    "scaffold/stats/aggregate.py",
-    "scaffold/stats/outcomes.py",
-    "scaffold/stats/paired.py",
-    "scaffold/stats/passk.py",
-    "scaffold/stats/power.py",
-    "scaffold/stats/rates.py",
-]
-FORBIDDEN_IN_PURE = {"pytest", "_pytest", "docker", "subprocess", "pytest_comet"}
+PACKAGES = ("scaffold", "pytest_comet", "comet_engine")
+# External modules that mean I/O of the kinds pure code must not do: processes, sockets, Docker, pytest.
+FORBIDDEN = (
+    "pytest",
+    "_pytest",
+    "docker",
+    "subprocess",
+    "socket",
+    "socketserver",
+    "http.server",
+    "http.client",
+    "urllib.request",
+    "requests",
+    "ssl",
+)
+# The declared I/O modules (fnmatch patterns of module names). Everything else is pure.
+IO_MODULES = (
+    "pytest_comet",
+    "pytest_comet.*",  # the plugin: pytest itself
+    "scaffold.procs",  # runs processes
+    "scaffold.session",  # makes the session's backend
+    "scaffold.cli",  # every command, the model server's included
+    "scaffold.workspaces.backends",
+    "scaffold.workspaces.local",
+    "scaffold.workspaces.netns",
+    "scaffold.workspaces.docker",
+    "scaffold.workspaces.docker.*",
+    "scaffold.modelserver",
+    "scaffold.modelserver.server",
+    "scaffold.modelserver.__main__",
+    "comet_engine.skills.cli",
+)
 
 
-def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), str(path))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+def load_modules(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
+    """Every module of *packages* under *root*, by dotted name."""
+    found: dict[str, Path] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
     return found
 
 
-def top(names: set[str]) -> set[str]:
-    return {n.split(".")[0] for n in names}
+def imported(modules: dict[str, Path], module: str) -> Iterator[str]:
+    """Every module name *module* imports, anywhere in it (top level, functions, TYPE_CHECKING blocks)."""
+    path = modules[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            submodules = [f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules]
+            # ``from pkg import submodule`` needs the submodule, not what the package defines.
+            if len(submodules) < len(node.names):
+                yield base
+            yield from submodules
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "scaffold").rglob("*.py")), ids=lambda p: str(p.relative_to(REPO)))
-def test_scaffold_never_imports_the_plugin(path: Path) -> None:
-    assert "pytest_comet" not in top(imports(path))
+def _ancestors(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
 
 
-@pytest.mark.parametrize("rel", PURE)
-def test_pure_modules_do_no_io_through_pytest_docker_or_subprocess(rel: str) -> None:
-    assert not top(imports(REPO / rel)) & FORBIDDEN_IN_PURE
+def graph(modules: dict[str, Path]) -> dict[str, frozenset[str]]:
+    """module -> the project modules it depends on: each one it imports, and the packages around those
+    that importing it runs (their ``__init__``), except its own packages, which are running already."""
+    out: dict[str, frozenset[str]] = {}
+    for module in modules:
+        deps: set[str] = set()
+        own = _ancestors(module)
+        for name in imported(modules, module):
+            while name and name not in modules:  # ``from a.b import C``: the module is a.b
+                name = name.rpartition(".")[0]
+            if not name or name == module:
+                continue
+            deps.add(name)
+            deps.update(p for p in _ancestors(name) if p in modules and p not in own)
+        out[module] = frozenset(deps)
+    return out
+
+
+def cycles(edges: dict[str, frozenset[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(edges)))
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return found
+
+
+MODULES = load_modules(REPO)
+EDGES = graph(MODULES)
+
+
+def external(module: str) -> set[str]:
+    """The external modules *module* imports, by full name."""
+    return {name for name in imported(MODULES, module) if name.split(".")[0] not in PACKAGES}
+
+
+def forbidden_in(module: str) -> list[str]:
+    return sorted(n for n in external(module) if any(n == f or n.startswith(f + ".") for f in FORBIDDEN))
+
+
+def is_io(module: str) -> bool:
+    return any(fnmatch.fnmatchcase(module, pattern) for pattern in IO_MODULES)
+
+
+def reachable(module: str) -> dict[str, str]:
+    """Every project module *module* reaches, each with the module that imports it on a shortest path."""
+    seen: dict[str, str] = {}
+    frontier = [module]
+    while frontier:
+        nxt = []
+        for current in frontier:
+            for dep in sorted(EDGES[current]):
+                if dep not in seen and dep != module:
+                    seen[dep] = current
+                    nxt.append(dep)
+        frontier = nxt
+    return seen
+
+
+def chain(module: str, target: str, via: dict[str, str]) -> str:
+    steps = [target]
+    while steps[-1] != module and steps[-1] in via:
+        steps.append(via[steps[-1]])
+    return " -> ".join(reversed(steps))
+
+
+def test_no_import_cycles_among_the_project_modules() -> None:
+    found = cycles(EDGES)
+    detail = [", ".join(f"{m} -> {sorted(EDGES[m] & set(c))}" for m in c) for c in found]
+    assert found == [], "\n".join(detail)
+
+
+def test_the_cycle_check_sees_a_cycle_hidden_in_a_function_or_a_package(tmp_path: Path) -> None:
+    """The check itself, on a small tree: a module importing another inside a function is a cycle, and so
+    is one through a package's ``__init__``; a package importing its own submodule is not."""
+    package = tmp_path / "scaffold"
+    (package / "inner").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from scaffold.b import thing\n")
+    (package / "b.py").write_text("def thing():\n    from scaffold import a\n    return a\n")
+    (package / "inner" / "__init__.py").write_text("from scaffold.inner import leaf\nfrom scaffold import c\n")
+    (package / "inner" / "leaf.py").write_text("X = 1\n")
+    (package / "c.py").write_text("from scaffold.inner.leaf import X\n")  # runs inner/__init__, which imports c
+    assert cycles(graph(load_modules(tmp_path, ("scaffold",)))) == [
+        ["scaffold.a", "scaffold.b"],
+        ["scaffold.c", "scaffold.inner"],
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not is_io(m)))
+def test_pure_modules_reach_no_io(module: str) -> None:
+    assert forbidden_in(module) == [], f"{module} imports {forbidden_in(module)}: declare it in IO_MODULES or move it"
+    via = reachable(module)
+    bad = sorted(m for m in via if is_io(m) or forbidden_in(m))
+    assert bad == [], "\n".join(chain(module, m, via) for m in bad)
+
+
+def test_the_io_list_names_only_modules_that_exist() -> None:
+    for pattern in IO_MODULES:
+        assert any(fnmatch.fnmatchcase(m, pattern) for m in MODULES), pattern
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("scaffold")))
+def test_scaffold_never_imports_the_plugin(module: str) -> None:
+    assert not any(m.startswith("pytest_comet") for m in EDGES[module])
 
 
 def test_validation_helper_uses_only_the_standard_library() -> None:
-    import sys
-
-    names = top(imports(REPO / "scaffold/python/validation/core.py")) - {"__future__"}
+    names = {n.split(".")[0] for n in external("scaffold.python.validation.core")} - {"__future__"}
     assert names <= set(sys.stdlib_module_names)
+    assert EDGES["scaffold.python.validation.core"] <= {"scaffold", "scaffold.python", "scaffold.python.validation"}
 
 
 def test_engine_imports_nothing_of_ours() -> None:
-    engine = REPO / "comet_engine"
-    for path in sorted(engine.rglob("*.py")) if engine.is_dir() else []:
-        assert not top(imports(path)) & {"scaffold", "pytest_comet"}, path
+    for module in MODULES:
+        if module.startswith("comet_engine"):
+            assert not any(m.split(".")[0] in ("scaffold", "pytest_comet") for m in EDGES[module]), module
 
 
 def test_importing_scaffold_is_light() -> None:
     """Validation scripts import scaffold.python.validation.core: that must not load the harness."""
-    import subprocess
-    import sys
-
     code = (
         "import sys; import scaffold.python.validation.core; "
         "heavy = [m for m in ('pydantic', 'yaml', 'jinja2', 'pytest') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == "[]"
+
+
+def test_no_probing_of_workspace_or_agent_members() -> None:
+    """Every member a caller uses is declared on the protocols (scaffold.workspaces.base, agents.base):
+    nothing asks an object whether it happens to have one."""
+    probes = []
+    for module, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+            ):
+                target = ast.unparse(node.args[0]) if node.args else ""
+                if any(word in target for word in ("workspace", "agent", "backend", "simulator")):
+                    probes.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    assert probes == []

@@ -11,13 +11,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
+from scaffold.agents.base import AgentTraits
 from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.credentials import CredentialSpec
-from scaffold.agents.install import InstallSpec
 from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.agents.streams.codex import parse_codex_stream
+from scaffold.workspaces.base import InstallSpec
 
-__all__ = ["BUILTIN_CLI_AGENTS", "builtin_spec"]
+__all__ = ["BUILTIN_CLI_AGENTS", "BUILTIN_TRAITS", "NO_SKILLS", "builtin_spec"]
+
+NO_SKILLS = AgentTraits(invokes_skills=False)
+"""The oracle and nop agents: they run no model, so skills are installed but never invoked."""
+BUILTIN_TRAITS: Mapping[str, AgentTraits] = {
+    "claude-code": AgentTraits(".claude/skills", "CLAUDE.md", reports_tokens=True),
+    "codex": AgentTraits(".agents/skills", "AGENTS.md", reports_tokens=True),
+    "qoder": AgentTraits(".qoder/skills", "AGENTS.md", reports_tokens=True),
+    "codebuddy": AgentTraits(".codebuddy/skills", "AGENTS.md", reports_tokens=True),
+    "oracle": NO_SKILLS,
+    "nop": NO_SKILLS,
+}
+"""What each built-in agent is; noise classification reads it by the agent name a record names."""
 
 # Pinned defaults, overridable per run with BENCH_<AGENT>_VERSION.
 CLAUDE_CODE_VERSION = "2.1.112"  # the last plain-JavaScript release (runs on Node 18+)
@@ -77,8 +90,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
             install=InstallSpec(
                 "npm", "claude", "@anthropic-ai/claude-code", env.get("BENCH_CC_VERSION") or CLAUDE_CODE_VERSION
             ),
-            skills_dir=".claude/skills",
-            instructions_file="CLAUDE.md",
+            traits=BUILTIN_TRAITS["claude-code"],
             credentials=CredentialSpec(
                 secrets=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
                 required_any=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
@@ -95,8 +107,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
         return CliAgentSpec(
             name=name,
             install=InstallSpec("npm", "codex", "@openai/codex", env.get("BENCH_CODEX_VERSION") or CODEX_VERSION),
-            skills_dir=".agents/skills",
-            instructions_file="AGENTS.md",
+            traits=BUILTIN_TRAITS["codex"],
             credentials=CredentialSpec(
                 secrets=("OPENAI_API_KEY", "CODEX_API_KEY"),
                 required_any=("OPENAI_API_KEY", "CODEX_API_KEY"),
@@ -116,8 +127,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
             install=InstallSpec(
                 "npm", "qodercli", "@qoder-ai/qodercli", env.get("BENCH_QODER_VERSION") or QODER_VERSION
             ),
-            skills_dir=".qoder/skills",
-            instructions_file="AGENTS.md",
+            traits=BUILTIN_TRAITS["qoder"],
             credentials=CredentialSpec(
                 secrets=("QODER_PERSONAL_ACCESS_TOKEN",),
                 required_any=("QODER_PERSONAL_ACCESS_TOKEN",),
@@ -137,8 +147,7 @@ def builtin_spec(name: str, env: Mapping[str, str]) -> CliAgentSpec:
                 "@tencent-ai/codebuddy-code",
                 env.get("BENCH_CODEBUDDY_VERSION") or CODEBUDDY_VERSION,
             ),
-            skills_dir=".codebuddy/skills",
-            instructions_file="AGENTS.md",
+            traits=BUILTIN_TRAITS["codebuddy"],
             credentials=CredentialSpec(
                 secrets=("CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN", "CODEBUDDY_CUSTOM_HEADERS"),
                 required_any=("CODEBUDDY_API_KEY", "CODEBUDDY_AUTH_TOKEN"),

@@ -11,16 +11,17 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from scaffold.agents import AgentRequest
+from msgspec.structs import replace
+
+from scaffold.agents.base import AgentRequest, AgentTraits
+from scaffold.agents.conversation import Simulator, TurnTaker, converse
 from scaffold.agents.credentials import CredentialSpec, Redactor, resolve_credentials
-from scaffold.agents.install import InstallSpec
 from scaffold.trajectory import Trajectory
-from scaffold.workspaces import Workspace
-from scaffold.workspaces.egress import endpoint_of
+from scaffold.workspaces.base import AgentNetwork, InstallSpec, Workspace, endpoint_of
 
 __all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
 
@@ -43,8 +44,7 @@ class Invocation:
 class CliAgentSpec:
     name: str
     install: InstallSpec
-    skills_dir: str
-    instructions_file: str
+    traits: AgentTraits
     credentials: CredentialSpec
     argv: Callable[[Invocation], list[str]]
     parse: Callable[[Iterable[str]], Trajectory]
@@ -61,11 +61,17 @@ class CliAgentSpec:
     and then a container gets open egress instead of the egress proxy."""
 
 
-class CliAgent:
-    """A CLI agent bound to resolved credentials (missing ones fail here, before any workspace)."""
+def _no_simulator() -> TurnTaker | None:
+    return None
 
-    invokes_skills = True
-    needs_network = True
+
+class CliAgent:
+    """A CLI agent bound to resolved credentials (missing ones fail here, before any workspace).
+
+    *simulator* makes the agent that plays the user in ``auto_user`` conversations (scaffold.agents gives
+    one that reads ``BENCH_SIMULATOR_*``); by default there is none, and decision points get the task's
+    continue prompt.
+    """
 
     def __init__(
         self,
@@ -74,36 +80,31 @@ class CliAgent:
         *,
         model: str | None = None,
         base_url: str | None = None,
+        simulator: Simulator = _no_simulator,
     ) -> None:
         self.spec = spec
         self.name = spec.name
-        self.skills_dir = spec.skills_dir
-        self.instructions_file = spec.instructions_file
+        self.traits = spec.traits
         self.install: InstallSpec | None = spec.install
         self._env = resolve_credentials(spec.credentials, env, agent=spec.name)
         self.model = model or next((env[k] for k in spec.model_env if env.get(k)), None)
         self.base_url = base_url or next((env[k] for k in spec.base_url_env if env.get(k)), None)
         self.redactor = Redactor(self._env[k] for k in spec.credentials.secrets if k in self._env)
+        self._simulator = simulator
         self._version: str | None = None
 
     @property
-    def egress_endpoints(self) -> tuple[str, ...]:
-        """Where the agent's container may connect: its base URL's ``host:port``, else the CLI's default."""
-        return (endpoint_of(self.base_url),) if self.base_url else self.spec.default_endpoints
-
-    @property
-    def endpoint_on_this_machine(self) -> bool:
-        """True when the model endpoint is a loopback URL: a container then needs to reach only this
-        machine, never the internet."""
+    def network(self) -> AgentNetwork:
+        """A network for the model endpoint: its base URL's ``host:port``, else the CLI's default; an
+        endpoint on this machine's loopback needs this machine only, never the internet."""
         host = urlsplit(self.base_url).hostname if self.base_url else None
-        return host in _LOOPBACK
+        endpoints = (endpoint_of(self.base_url),) if self.base_url else self.spec.default_endpoints
+        return AgentNetwork(enabled=True, on_this_machine=host in _LOOPBACK, endpoints=endpoints)
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
-        from scaffold.conversation import converse
-
         home = _AgentHome(workspace)
         try:
-            return converse(self, workspace, request, home.path)
+            return converse(self, workspace, request, home.path, self._simulator)
         finally:
             home.remove()
 
@@ -191,7 +192,7 @@ class _AgentHome:
 
 def _reachable(url: str | None, workspace: Workspace) -> str | None:
     """Point a loopback base URL at the host as the workspace sees it (a container's gateway)."""
-    host = getattr(workspace, "host_address", None)
+    host = workspace.host_address
     if not url or not host:
         return url
     parts = urlsplit(url)

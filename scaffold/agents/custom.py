@@ -16,12 +16,13 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import Field, ValidationError
 
+from scaffold.agents.base import AgentTraits
 from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.credentials import CredentialSpec, eval_home
-from scaffold.agents.install import InstallSpec
 from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.errors import Problem
 from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
+from scaffold.workspaces.base import InstallSpec
 
 __all__ = ["AdapterCatalog", "adapters_dir", "load_adapters"]
 
@@ -155,7 +156,8 @@ def _check(
     install = adapter.runtime.install
     if install.kind != "none" and not install.package:
         problems.append(Problem(file, f"install kind {install.kind} needs a package", "runtime.install.package"))
-    missing = [c for c in REQUIRED_CAPABILITIES if not getattr(adapter.capabilities, c)]
+    declared = adapter.capabilities.model_dump()
+    missing = [c for c in REQUIRED_CAPABILITIES if not declared[c]]
     if missing:
         problems.append(
             Problem(file, "real evaluations need these capabilities true: " + ", ".join(missing), "capabilities")
@@ -169,8 +171,7 @@ def _spec(adapter: AdapterFile) -> CliAgentSpec:
     return CliAgentSpec(
         name=adapter.metadata.id,
         install=InstallSpec(install.kind, adapter.runtime.executable, install.package, install.version),
-        skills_dir=".agents/skills",
-        instructions_file="AGENTS.md",
+        traits=AgentTraits(".agents/skills", "AGENTS.md", reports_tokens=adapter.capabilities.telemetry),
         # No BENCH_* mapping for custom agents: they get exactly the variables they declare.
         credentials=CredentialSpec(secrets=creds, required_any=creds),
         argv=_argv,

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from scaffold.agents import AgentRequest
-from scaffold.agents.install import InstallSpec
+from scaffold.agents.base import AgentRequest
+from scaffold.agents.builtin import NO_SKILLS
 from scaffold.trajectory import Trajectory
-from scaffold.workspaces import Workspace
+from scaffold.workspaces.base import NO_NETWORK, InstallSpec, Workspace
+from scaffold.workspaces.layout import SOLUTION_DIR
 
-__all__ = ["SOLUTION_DIR", "NopAgent", "OracleAgent"]
-
-SOLUTION_DIR = ".eval-solution"
+__all__ = ["NopAgent", "OracleAgent"]
 
 
 class OracleAgent:
     name = "oracle"
-    skills_dir = ".claude/skills"
-    instructions_file = "CLAUDE.md"
-    invokes_skills = False
-    needs_network = False
+    traits = NO_SKILLS
+    model: str | None = None
     install: InstallSpec | None = None
+    network = NO_NETWORK
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         """Run ``bash solve.sh`` from the workspace root with ``$COMET_SOLUTION_DIR`` set to its folder.
@@ -64,11 +62,10 @@ class OracleAgent:
 
 class NopAgent:
     name = "nop"
-    skills_dir = ".claude/skills"
-    instructions_file = "CLAUDE.md"
-    invokes_skills = False
-    needs_network = False
+    traits = NO_SKILLS
+    model: str | None = None
     install: InstallSpec | None = None
+    network = NO_NETWORK
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         return Trajectory(agent=self.name, turns=0, exit_code=0)

@@ -1,8 +1,13 @@
 """Reports built from trial records alone (no pytest needed).
 
-analysis.py    build_analysis(): one frozen model of every figure the reports show (pure)
-summary.py     summary.md;  comparison.py: comparison_report.md;  results.py: results.jsonl rows
-gates.py       --gate expressions evaluated against an Analysis (pure)
+model.py       the frozen model every report renders (pure data)
+analysis.py    build_analysis(): every figure, computed once, in one pass over the records (pure)
+verdicts.py    the verdict of each treatment against the baseline: the policy (pure)
+format.py      numbers as text, and the one rule for N/A, for Markdown, HTML and SVG (pure)
+summary.py     summary.md;  comparison.py: comparison_report.md;  html.py (+ svg.py): report.html
+results.py     results.jsonl rows;  gates.py: --gate expressions evaluated against an Analysis (pure)
 config.py      which outputs: --html, --report-config, $COMET_EVAL_REPORT_CONFIG
 load.py        read and merge experiment directories;  write.py: write every report atomically
+aside.py       results.jsonl written in a forked child while the analysis runs
+markdown.py    the jinja2 environment of the Markdown reports
 """

@@ -1,27 +1,11 @@
-"""One aggregated model of everything the reports show, built from trial records in one pass.
+"""One aggregated model of everything the reports show (scaffold.reports.model), built in one pass.
 
-``build_analysis(records, baseline=...)`` returns a frozen ``Analysis``. The Markdown and HTML renderers
-read only this model, never the records, so every figure is computed once and all reports agree.
-
-Sets of trials (the seed's "去噪口径")
-    raw set       every trial given.
-    analysis set  raw minus the trials whose noise verdict is ``excluded`` (environment or runner
-                  noise). Headline figures, pass@k, spend, runtime, dimensions and verdicts use it.
-    strict set    analysis minus ``flagged`` trials; used only to test whether a verdict depends on
-                  suspect trials.
-
-Verdicts (one per treatment other than the baseline), decided in this order
-    1. "Insufficient clean data": the baseline has no trials, or fewer than ``MIN_TASKS`` tasks have a
-       pass rate under both treatments in the analysis set.
-    2. "Inconclusive due to data quality": more than ``EXCLUDED_SHARE_LIMIT`` of either side's trials
-       were excluded, or the label decided on the analysis set changes on the raw set (excluded trials
-       kept) or on the strict set (flagged trials dropped): the answer depends on how noise is treated.
-    3. "improvement" / "regression": the paired sign-flip test over tasks gives p <= ``alpha`` and the
-       interval of the mean per-task pass-rate difference excludes 0 (both must agree); the sign names it.
-    4. "no significant difference" otherwise. Never a fixed threshold on the drop.
+``build_analysis(records, baseline=...)`` returns a frozen ``Analysis``; the renderers read only it. The
+sets of trials are described in scaffold.reports.model, the verdict rules in scaffold.reports.verdicts.
 
 Pure: no files, pytest, docker or subprocess. Linear in the number of trials, except the percentiles of
-runtime (a sort per treatment) and the paired tests, whose cost depends on tasks, not trials.
+runtime (a sort per treatment), the order of the trial list (already sorted when read by the loader,
+so close to linear) and the paired tests, whose cost depends on tasks, not trials.
 """
 
 from __future__ import annotations
@@ -32,411 +16,49 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from scaffold.noise import classify
 from scaffold.records import TrialRecord
+from scaffold.reports.format import known
+from scaffold.reports.model import (
+    Analysis,
+    Cell,
+    Counts,
+    DimensionStats,
+    DimensionWeight,
+    FailureCause,
+    JudgeOverlay,
+    JudgeRow,
+    PassK,
+    RawTotals,
+    Runtime,
+    Spend,
+    TreatmentReport,
+    TrialFiles,
+    TrialLink,
+)
+from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide
+from scaffold.rubrics import JUDGE_SOURCE
 from scaffold.stats import (
     Estimate,
     Insufficient,
     KPlan,
-    Metric,
     PairedComparison,
     Rate,
-    SampleSize,
     TaskSummary,
     TreatmentStats,
     TrialOutcome,
     compare_treatments,
     summarize_tasks,
     summarize_treatments,
-    tasks_needed,
 )
 from scaffold.stats.passk import DEFAULT_MAX_K
 from scaffold.stats.power import DEFAULT_EFFECT
 
-__all__ = [
-    "EXCLUDED_SHARE_LIMIT",
-    "INCONCLUSIVE",
-    "INSUFFICIENT",
-    "JUDGE_SOURCE",
-    "MIN_TASKS",
-    "Analysis",
-    "Cell",
-    "Counts",
-    "DimensionStats",
-    "DimensionWeight",
-    "FailureCause",
-    "JudgeOverlay",
-    "JudgeRow",
-    "Label",
-    "PassK",
-    "Runtime",
-    "Spend",
-    "TreatmentReport",
-    "TrialFiles",
-    "TrialLink",
-    "Verdict",
-    "build_analysis",
-    "finite_number",
-    "label_of",
-    "noise_of",
-]
+__all__ = ["build_analysis"]
 
-Label = Literal[
-    "improvement",
-    "regression",
-    "no significant difference",
-    "Insufficient clean data",
-    "Inconclusive due to data quality",
-]
-INSUFFICIENT: Final = "Insufficient clean data"
-INCONCLUSIVE: Final = "Inconclusive due to data quality"
-MIN_TASKS: Final = 3  # paired tasks below which no comparison is attempted (stats.compare_treatments)
-# More than half of a side's trials lost to noise: whatever survives is not a fair sample of the tasks.
-EXCLUDED_SHARE_LIMIT: Final = 0.5
-JUDGE_SOURCE: Final = "judge"  # a record dimension with "source": "judge" is an LLM-judge score
 _EXAMPLES: Final = 5
 _DIMENSION_DRAWS: Final = 2_000
-
-
-def noise_of(record: TrialRecord) -> Mapping[str, Any]:
-    """The record's noise verdict; records written before classification existed are classified now."""
-    return record.noise if record.noise else classify(record).to_dict()
-
-
-# --- the model ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TrialFiles:
-    """Where one trial's files are, as the caller wants them linked (relative to the report, or absolute)."""
-
-    record: str
-    """Path of the trial's ``record.json``."""
-    streams: tuple[str, ...] = ()
-    """Paths of what the agent printed (``agent.*`` files of the trial folder), sorted."""
-
-
-@dataclass(frozen=True, slots=True)
-class TrialLink:
-    """One trial as lists and links show it: identity, outcome, noise verdict and files."""
-
-    experiment_id: str
-    case_id: str
-    """``<task>-<treatment>-r<N>``; unique within one experiment, not across merged experiments."""
-    task: str
-    treatment: str
-    trial: int
-    verdict: str
-    """"passed", "failed" or "error" (error = unscored, never counted as failed)."""
-    weighted_score: float | None
-    category: str
-    """Noise category: "included", "flagged" or "excluded"."""
-    reason: str
-    """Noise reason (scaffold.noise reasons; "" for plain included trials)."""
-    source: str
-    """What decided the noise verdict: "structured" or "text"."""
-    evidence: Mapping[str, Any]
-    """The signal that decided the noise verdict (error, failure event, matched text, ...)."""
-    files: TrialFiles | None
-    """The trial's record and raw streams; None when the records were not read from files."""
-
-
-@dataclass(frozen=True, slots=True)
-class Counts:
-    """Trial counts of one treatment (or of everything) on the raw set."""
-
-    trials: int
-    passed: int
-    failed: int
-    errored: int
-    """Trials whose verdict is "error": unscored, never failed."""
-    included: int
-    flagged: int
-    excluded: int
-    excluded_reasons: Mapping[str, int]
-    """Excluded trials per noise reason, e.g. {"rate_limited": 3}."""
-    flagged_reasons: Mapping[str, int]
-
-    @property
-    def analysis_trials(self) -> int:
-        """Trials in the analysis set (raw minus excluded)."""
-        return self.trials - self.excluded
-
-    @property
-    def excluded_share(self) -> float:
-        """Excluded / raw trials; NaN without trials."""
-        return self.excluded / self.trials if self.trials else math.nan
-
-
-@dataclass(frozen=True, slots=True)
-class PassK:
-    """pass@k and pass^k (both forms) of one treatment at one k: means over tasks with intervals."""
-
-    k: int
-    pass_at_k: Estimate
-    """At least one of k trials passes (HumanEval's unbiased estimator per task, then the task mean)."""
-    pass_hat_k: Estimate
-    """All k trials pass, unbiased C(c,k)/C(n,k) per task (tau-bench)."""
-    pass_hat_k_observed: Estimate
-    """The seed's observed pass^k per task: 1 when every scored trial passed, else 0."""
-
-
-@dataclass(frozen=True, slots=True)
-class Spend:
-    """Tokens and cost on the analysis set. Only trials whose agent reported telemetry count: an agent
-    without telemetry has unknown tokens (N/A), not zero."""
-
-    trials: int
-    """Trials in the set (the denominator of the reporting shares)."""
-    token_trials: int
-    """Trials that reported token usage; the token sums and means cover these only."""
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost_trials: int
-    """Trials that reported a cost; ``cost_usd`` and ``mean_cost_usd`` cover these only."""
-    cost_usd: float | None
-    """Total cost in USD; None when no trial reported one."""
-    passed: int
-    """Passed trials in the set, for ``cost_per_pass_usd``."""
-
-    @property
-    def mean_cost_usd(self) -> float | None:
-        return self.cost_usd / self.cost_trials if self.cost_usd is not None and self.cost_trials else None
-
-    @property
-    def cost_per_pass_usd(self) -> float | None:
-        """Total cost over passed trials (the price of one success); None without cost or passes."""
-        return self.cost_usd / self.passed if self.cost_usd is not None and self.passed else None
-
-    def mean_tokens(self, kind: str) -> float | None:
-        """Mean per reporting trial of "input", "output", "cache_read" or "cache_write" tokens."""
-        total: int = getattr(self, f"{kind}_tokens")
-        return total / self.token_trials if self.token_trials else None
-
-
-@dataclass(frozen=True, slots=True)
-class Runtime:
-    """Wall-clock seconds per trial on the analysis set; every figure None without trials."""
-
-    trials: int
-    total_s: float
-    mean_s: float | None
-    median_s: float | None
-    p90_s: float | None
-    """90th percentile (nearest-rank): the slow tail that decides CI time."""
-    max_s: float | None
-    phases: Mapping[str, float]
-    """Mean seconds per phase (workspace_s, agent_s, validation_s, scoring_s, ...) over trials having it."""
-
-
-@dataclass(frozen=True, slots=True)
-class TreatmentReport:
-    """Everything about one treatment."""
-
-    name: str
-    is_baseline: bool
-    counts: Counts
-    """Raw-set counts, with the noise categories."""
-    analysis: TreatmentStats
-    """Analysis-set statistics (``pass_rate``, ``mean_score``, pass@k maps, ``pooled`` Wilson, per-task
-    summaries); its k plan is the one shared by all treatments (``Analysis.plan``)."""
-    raw: TreatmentStats
-    """The same on the raw set (excluded trials kept), for the sensitivity section."""
-    passk: tuple[PassK, ...]
-    """One row per k of ``Analysis.plan.ks`` (analysis set)."""
-    spend: Spend
-    runtime: Runtime
-
-    @property
-    def pass_rate_shift(self) -> float:
-        """Analysis minus raw mean pass rate (the sensitivity to excluding noise); NaN when either is."""
-        return self.analysis.pass_rate.mean - self.raw.pass_rate.mean
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One task under one treatment. Statistics use the analysis set; ``links`` list every trial."""
-
-    task: str
-    treatment: str
-    trials: int
-    """Trials in the analysis set (excluded ones removed)."""
-    scored: int
-    """Analysis trials with a verdict (n of pass@k)."""
-    passed: int
-    """c of pass@k."""
-    pass_rate: float
-    """passed / scored; NaN when nothing was scored."""
-    wilson: Rate
-    """Wilson interval of the pass rate over this cell's trials."""
-    mean_score: float
-    """Mean weighted score of scored trials; NaN when none has a score."""
-    excluded: int
-    flagged: int
-    pass_at_k: Mapping[int, float]
-    """Per k of the shared plan; NaN when the cell has fewer than k scored trials."""
-    pass_hat_k: Mapping[int, float]
-    pass_hat_k_observed: Mapping[int, float]
-    mean_duration_s: float | None
-    mean_cost_usd: float | None
-    links: tuple[TrialLink, ...]
-    """Every trial of the cell, excluded ones too, sorted by (experiment, trial, case id)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DimensionStats:
-    """One rubric dimension under one treatment, over analysis trials where it applied (N/A left out)."""
-
-    dimension: str
-    treatment: str
-    n: int
-    """Trials where the dimension was scored."""
-    not_applicable: int
-    """Scored trials where the dimension was N/A."""
-    mean: float
-    """Mean over trials (descriptive); NaN when n == 0."""
-    sd: float
-    """Standard deviation over trials; NaN below two."""
-    pass_share: float
-    """Share of trials with full marks (score >= 1: every check of the dimension passed); NaN when n == 0."""
-    difference: PairedComparison | Insufficient | None
-    """Treatment minus baseline of per-task dimension means, paired over tasks, with interval and p;
-    None for the baseline itself (and when there is no baseline). Above 16 tasks its p-value comes from
-    2,000 Monte Carlo sign patterns (descriptive; verdicts use 20,000)."""
-
-
-@dataclass(frozen=True, slots=True)
-class DimensionWeight:
-    """The weight a profile gives a dimension, and its share of the profile's total weight."""
-
-    dimension: str
-    profile: str
-    weight: float
-    share: float
-
-
-@dataclass(frozen=True, slots=True)
-class FailureCause:
-    """Why analysis-set trials of one treatment failed or errored: one row per (kind, name)."""
-
-    treatment: str
-    kind: str
-    """"hard_failure" (rubric), "check" (a failed validation check), "error" (errored trial, by error
-    type) or "unexplained" (failed with no failed check or hard failure recorded)."""
-    name: str
-    trials: int
-    examples: tuple[str, ...]
-    """Up to five case ids, for finding the trials."""
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeRow:
-    """One judge dimension under one treatment (analysis set)."""
-
-    treatment: str
-    dimension: str
-    n: int
-    mean: float
-    sd: float
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeOverlay:
-    """LLM-judge scores shown beside the rule-based scores, never replacing them. Judge dimensions are
-    the record dimensions marked ``"source": "judge"``; they are left out of the rubric tables."""
-
-    dimensions: tuple[str, ...]
-    rows: tuple[JudgeRow, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The answer for one treatment against the baseline (see the module docstring for the rules)."""
-
-    treatment: str
-    baseline: str
-    label: Label
-    reason: str
-    """One sentence with the figures that decided the label."""
-    pass_rate: PairedComparison | Insufficient
-    """Paired per-task pass-rate comparison on the analysis set (decides the label)."""
-    score: PairedComparison | Insufficient
-    """Paired per-task mean weighted score comparison on the analysis set (reported beside it)."""
-    raw_label: Label
-    """The label the raw set would give (excluded trials kept)."""
-    strict_label: Label
-    """The label the strict set would give (flagged trials dropped too)."""
-    power: SampleSize | None
-    """Tasks needed to detect ``Analysis.effect`` at ``alpha`` and power 0.8, from the observed spread
-    of per-task differences; None when there was no comparison."""
-
-    @property
-    def decisive(self) -> bool:
-        return self.label in ("improvement", "regression")
-
-
-@dataclass(frozen=True, slots=True)
-class Analysis:
-    """Everything the reports show, aggregated. Treatments are listed baseline first, then by name."""
-
-    baseline: str
-    baseline_found: bool
-    """False when no record has the baseline treatment: every verdict is then "Insufficient clean data"
-    and ``notes`` says which treatments exist."""
-    treatments: tuple[str, ...]
-    tasks: tuple[str, ...]
-    """All tasks of the raw set, sorted."""
-    experiments: tuple[str, ...]
-    """Experiment ids the records came from, sorted (more than one after merging shards)."""
-    counts: Counts
-    """Raw-set counts over all treatments."""
-    plan: KPlan
-    """The ks reported (shared by all treatments, analysis set) and why k was clamped, if it was."""
-    reports: tuple[TreatmentReport, ...]
-    """One per treatment, in ``treatments`` order."""
-    cells: Mapping[tuple[str, str], Cell]
-    """(task, treatment) -> Cell, for every pair with at least one trial (raw set)."""
-    verdicts: tuple[Verdict, ...]
-    """One per treatment other than the baseline, in ``treatments`` order."""
-    dimensions: tuple[str, ...]
-    """Rubric dimension names in rubric order (judge dimensions excluded)."""
-    dimension_stats: tuple[DimensionStats, ...]
-    """One per (dimension, treatment) in ``dimensions`` x ``treatments`` order."""
-    weights: tuple[DimensionWeight, ...]
-    """Dimension weights per profile, sorted by (profile, dimension)."""
-    excluded: tuple[TrialLink, ...]
-    """Excluded trials (left out of the analysis set) with reason and evidence."""
-    flagged: tuple[TrialLink, ...]
-    """Flagged trials (kept, but suspect) with reason and evidence."""
-    failures: tuple[FailureCause, ...]
-    """Failure attribution on the analysis set, sorted by treatment then most trials first."""
-    judge: JudgeOverlay | None
-    """None when no record carries judge dimensions."""
-    problems: tuple[str, ...]
-    """Messages about records that could not be read (passed in by the loader)."""
-    notes: tuple[str, ...]
-    """Plain sentences the reports must show (missing baseline, ...)."""
-    alpha: float
-    effect: float
-    """Difference (pass-rate points as a fraction) the power figures are computed for."""
-
-    def report(self, treatment: str) -> TreatmentReport:
-        """The report of *treatment*; KeyError naming the known treatments when absent."""
-        for r in self.reports:
-            if r.name == treatment:
-                return r
-        raise KeyError(f"no treatment {treatment!r} in these records (known: {', '.join(self.treatments) or 'none'})")
-
-    def verdict(self, treatment: str) -> Verdict | None:
-        """The verdict of *treatment* against the baseline; None for the baseline or an unknown name."""
-        return next((v for v in self.verdicts if v.treatment == treatment), None)
-
-    def dimension(self, name: str, treatment: str) -> DimensionStats | None:
-        return next((d for d in self.dimension_stats if d.dimension == name and d.treatment == treatment), None)
 
 
 # --- building ---------------------------------------------------------------------------------------------
@@ -476,6 +98,14 @@ class _Acc:
     excluded: list[TrialLink] = field(default_factory=list)
     flagged: list[TrialLink] = field(default_factory=list)
     experiments: set[str] = field(default_factory=set)
+    trials: list[TrialLink] = field(default_factory=list)
+    # Pooled raw-set totals, per treatment and per (task, treatment): the weighted scores of scored
+    # trials that have one and every trial's duration, summed exactly (math.fsum) at the end.
+    raw_scores: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    raw_durations: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    cell_raw_scores: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    cell_raw_durations: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    cell_verdicts: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
 
 def build_analysis(
@@ -518,6 +148,7 @@ def build_analysis(
             passk=_passk(analysis_stats.get(t), plan),
             spend=_spend(acc, t),
             runtime=_runtime(acc, t),
+            totals=_totals(acc.verdicts[t], acc.raw_scores[t], acc.raw_durations[t]),
         )
         for t in treatments
     )
@@ -530,13 +161,13 @@ def build_analysis(
             f"baseline {baseline!r} has no trials in these records (treatments found: {', '.join(treatments)}); "
             f"choose one of them as the baseline (--baseline NAME)"
         )
-    sets = _Sets(
+    sets = TaskSets(
         tuple(task_summaries.values()),
         tuple(s for st in raw_stats.values() for s in st.tasks),
         summarize_tasks(acc.strict) if acc.excluded or acc.flagged else (),
     )
     verdicts = tuple(
-        _verdict(sets, t, baseline, baseline_found, counts, alpha, effect) for t in treatments if t != baseline
+        decide(sets, t, baseline, baseline_found, counts, alpha, effect) for t in treatments if t != baseline
     )
     # Rubric order (a dimension's position in the records' lists), then name: independent of record order.
     dim_names = tuple(sorted(acc.dim_order, key=lambda name: (acc.dim_order[name], name)))
@@ -558,6 +189,7 @@ def build_analysis(
         flagged=tuple(sorted(acc.flagged, key=_link_order)),
         failures=_failures(acc, treatments),
         judge=_judge(acc, treatments),
+        trials=tuple(sorted(acc.trials, key=_record_order)),
         problems=tuple(problems),
         notes=tuple(notes),
         alpha=alpha,
@@ -565,47 +197,46 @@ def build_analysis(
     )
 
 
-def finite_number(value: Any) -> float | None:
-    """*value* as a finite float, else None (unknown): NaN, infinities, booleans and non-numbers included."""
-    if type(value) is float:  # the common case, checked first: this runs for every score of every trial
-        return value if math.isfinite(value) else None
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
-    noise = noise_of(record)
-    category = str(noise.get("category", "included"))
-    reason = str(noise.get("reason", ""))
-    treatment, task = record.treatment, record.task
+    noise = record.noise
+    category, reason = noise.category, noise.reason
+    treatment, task, verdict = record.treatment, record.task, record.verdict
+    failed = verdict == "failed"
     link = TrialLink(
         record.experiment_id,
         record.case_id,
         task,
         treatment,
         record.trial,
-        record.verdict,
-        finite_number(record.weighted_score),
+        verdict,
+        known(record.weighted_score),
         category,
         reason,
-        str(noise.get("source", "structured")),
-        noise.get("evidence") or {},
+        noise.source,
+        noise.evidence,
         files,
+        record.hard_failures,
+        tuple(c.name for c in record.checks if c.status == "failed") if failed else (),
+        record.errors,
     )
     acc.experiments.add(record.experiment_id)
+    acc.trials.append(link)
     key = (task, treatment)
     acc.links[key].append(link)
-    acc.verdicts[treatment][record.verdict] += 1
+    acc.verdicts[treatment][verdict] += 1
+    acc.cell_verdicts[key][verdict] += 1
     acc.categories[treatment][category] += 1
-    scored = record.verdict != "error"
+    scored = verdict != "error"
+    duration = float(record.duration_s)
+    acc.raw_durations[treatment].append(duration)
+    acc.cell_raw_durations[key].append(duration)
+    if scored and record.weighted_score is not None:
+        # Kept as it is (NaN included: the pooled mean is then N/A, as it always was in summary.md).
+        acc.raw_scores[treatment].append(record.weighted_score)
+        acc.cell_raw_scores[key].append(record.weighted_score)
     # An errored trial is unscored on both counts (stats.outcomes_from_records does the same).
     outcome = (
-        TrialOutcome(task, treatment, record.trial, record.verdict == "passed", link.weighted_score)
+        TrialOutcome(task, treatment, record.trial, verdict == "passed", link.weighted_score)
         if scored
         else TrialOutcome(task, treatment, record.trial, None, None)
     )
@@ -620,35 +251,32 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
     else:
         acc.strict.append(outcome)
     acc.analysis.append(outcome)
-    acc.analysis_passed[treatment] += record.verdict == "passed"
-    _add_spend(acc, record, treatment, key)
+    acc.analysis_passed[treatment] += verdict == "passed"
+    _add_spend(acc, record, treatment, key, duration)
     if scored:
         _add_dimensions(acc, record, treatment, key)
-    _add_failures(acc, record, treatment)
+    _add_failures(acc, link, treatment)
 
 
-def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, str]) -> None:
-    duration = record.duration_s
-    if type(duration) is not float:
-        duration = float(duration)
+def _add_spend(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[str, str], duration: float) -> None:
     acc.durations[treatment].append(duration)
     acc.cell_durations[key].append(duration)
     phases = acc.phases[treatment]
     for name, seconds in record.phases.items():
-        if (value := finite_number(seconds)) is not None:
+        if (value := known(seconds)) is not None:
             phases[name].append(value)
     traj = record.trajectory
-    if not traj:
+    if traj is None:
         return
-    tokens = traj.get("tokens")
-    if isinstance(tokens, Mapping):
+    tokens = traj.tokens
+    if tokens is not None:
         sums = acc.tokens[treatment]
         sums[0] += 1
-        sums[1] += int(tokens.get("input") or 0)
-        sums[2] += int(tokens.get("output") or 0)
-        sums[3] += int(tokens.get("cache_read") or 0)
-        sums[4] += int(tokens.get("cache_write") or 0)
-    cost = finite_number(traj.get("cost_usd"))
+        sums[1] += tokens.input
+        sums[2] += tokens.output
+        sums[3] += tokens.cache_read
+        sums[4] += tokens.cache_write
+    cost = known(traj.cost_usd)
     if cost is not None:
         acc.costs[treatment].append(cost)
         acc.cell_costs[key].append(cost)
@@ -662,20 +290,18 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[s
     order = acc.dim_order
     weights = acc.weights.setdefault(record.profile, {}) if record.profile is not None else None
     for position, dim in enumerate(record.dimensions):
-        name = dim.get("name", "")
-        if type(name) is not str:
-            name = str(name)
-        score = dim.get("score")
-        if type(score) is not float or not math.isfinite(score):
-            score = finite_number(score)
-        if dim.get("source") == JUDGE_SOURCE:
+        name = dim.name
+        score = dim.score
+        if score is not None and not math.isfinite(score):
+            score = None
+        if dim.source == JUDGE_SOURCE:
             acc.judge_names.setdefault(name)
             if score is not None:
                 acc.judge[(name, treatment)].append(score)
             continue
         if position < order.get(name, position + 1):
             order[name] = position
-        if weights is not None and name not in weights and (weight := finite_number(dim.get("weight"))) is not None:
+        if weights is not None and name not in weights and (weight := known(dim.weight)) is not None:
             weights[name] = weight
         sums = t_sums.get(name)
         if sums is None:
@@ -694,18 +320,34 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[s
         per_task[1] += score
 
 
-def _add_failures(acc: _Acc, record: TrialRecord, treatment: str) -> None:
-    if record.verdict == "passed":
+def _add_failures(acc: _Acc, link: TrialLink, treatment: str) -> None:
+    if link.verdict == "passed":
         return
     causes: list[tuple[str, str]] = []
-    if record.verdict == "error":
-        causes = [("error", str(e.get("type") or "error")) for e in record.errors] or [("error", "unknown")]
+    if link.verdict == "error":
+        causes = [("error", e.type or "error") for e in link.errors] or [("error", "unknown")]
     else:
-        causes = [("hard_failure", h) for h in record.hard_failures]
-        causes += [("check", str(c.get("name"))) for c in record.checks if c.get("status") == "failed"]
+        causes = [("hard_failure", h) for h in link.hard_failures]
+        causes += [("check", name) for name in link.failed_checks]
         causes = causes or [("unexplained", "no failed check or hard failure recorded")]
     for kind, name in dict.fromkeys(causes):
-        acc.failures[(treatment, kind, name)].append(record.case_id)
+        acc.failures[(treatment, kind, name)].append(link.case_id)
+
+
+def _record_order(link: TrialLink) -> tuple[str, str, int, str, str]:
+    """The order records are read in (scaffold.reports.load): task, treatment, trial, experiment."""
+    return (link.task, link.treatment, link.trial, link.experiment_id, link.case_id)
+
+
+def _totals(verdicts: Counter[str], scores: Sequence[float], durations: Sequence[float]) -> RawTotals:
+    return RawTotals(
+        trials=sum(verdicts.values()),
+        passed=verdicts["passed"],
+        failed=verdicts["failed"],
+        errored=verdicts["error"],
+        mean_score=math.fsum(scores) / len(scores) if scores else None,
+        mean_duration_s=math.fsum(durations) / len(durations) if durations else None,
+    )
 
 
 def _link_order(link: TrialLink) -> tuple[str, str, str, int, str]:
@@ -820,96 +462,7 @@ def _cell(acc: _Acc, key: tuple[str, str], summary: TaskSummary | None, plan: KP
         mean_duration_s=math.fsum(durations) / len(durations) if durations else None,
         mean_cost_usd=math.fsum(costs) / len(costs) if costs else None,
         links=links,
-    )
-
-
-def label_of(comparison: PairedComparison | Insufficient, alpha: float) -> Label:
-    """The label of one paired comparison alone (without the data-quality rules of a verdict)."""
-    if isinstance(comparison, Insufficient):
-        return INSUFFICIENT
-    # Both the test and the interval must exclude "no difference"; near the boundary they can disagree,
-    # and then the honest answer is that no difference was shown.
-    if comparison.p_value <= alpha and (comparison.low > 0 or comparison.high < 0):
-        return "improvement" if comparison.mean_difference > 0 else "regression"
-    return "no significant difference"
-
-
-def _compare(
-    summaries: Sequence[TaskSummary], baseline: str, treatment: str, metric: Metric
-) -> PairedComparison | Insufficient:
-    return compare_treatments(summaries, baseline, treatment, metric, min_tasks=MIN_TASKS)
-
-
-@dataclass(frozen=True, slots=True)
-class _Sets:
-    """Per-task summaries of the three sets, computed once for all verdicts."""
-
-    analysis: tuple[TaskSummary, ...]
-    raw: tuple[TaskSummary, ...]
-    strict: tuple[TaskSummary, ...]
-
-
-def _verdict(
-    sets: _Sets,
-    treatment: str,
-    baseline: str,
-    baseline_found: bool,
-    counts: Mapping[str, Counts],
-    alpha: float,
-    effect: float,
-) -> Verdict:
-    if not baseline_found:
-        missing = Insufficient(f"baseline {baseline!r} has no trials", 0, MIN_TASKS)
-        return Verdict(
-            treatment,
-            baseline,
-            INSUFFICIENT,
-            f"baseline {baseline!r} has no trials to compare {treatment!r} with; choose a baseline (--baseline NAME)",
-            missing,
-            missing,
-            INSUFFICIENT,
-            INSUFFICIENT,
-            None,
-        )
-    pass_rate = _compare(sets.analysis, baseline, treatment, "pass_rate")
-    score = _compare(sets.analysis, baseline, treatment, "mean_score")
-    label = label_of(pass_rate, alpha)
-    noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
-    raw_label = label_of(_compare(sets.raw, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    strict_label = label_of(_compare(sets.strict, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    power = tasks_needed(pass_rate.sd, effect, alpha) if isinstance(pass_rate, PairedComparison) else None
-    lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
-    worst = max(lost, key=lambda t: (lost[t], t))
-    if isinstance(pass_rate, Insufficient):
-        excluded = ", ".join(f"{counts[t].excluded} of {counts[t].trials} {t} trials" for t in (baseline, treatment))
-        reason = f"{pass_rate.reason}; excluded as noise: {excluded}"
-    elif lost[worst] > EXCLUDED_SHARE_LIMIT:
-        label = INCONCLUSIVE
-        reason = (
-            f"{counts[worst].excluded} of {counts[worst].trials} {worst} trials were excluded as noise "
-            f"(more than {EXCLUDED_SHARE_LIMIT:.0%}); the rest are not a fair sample of the tasks"
-        )
-    elif label != raw_label or label != strict_label:
-        reason = (
-            f"on the analysis set the answer is {label!r}, but with excluded trials kept it is {raw_label!r} "
-            f"and without flagged trials it is {strict_label!r}: the conclusion depends on noisy trials"
-        )
-        label = INCONCLUSIVE
-    else:
-        reason = _figures(pass_rate, alpha, label)
-    return Verdict(treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, power)
-
-
-def _figures(c: PairedComparison, alpha: float, label: Label) -> str:
-    why = (
-        f"p = {c.p_value:.3g} <= {alpha} and the interval excludes 0"
-        if label in ("improvement", "regression")
-        else f"p = {c.p_value:.3g} (alpha {alpha}) or the interval includes 0"
-    )
-    return (
-        f"pass rate {c.mean_difference:+.1%} per task on average "
-        f"({c.confidence:.0%} CI {c.low:+.1%} to {c.high:+.1%}) over {c.n} paired tasks "
-        f"({c.improved} improved, {c.regressed} regressed, {c.unchanged} unchanged); {why}"
+        totals=_totals(acc.cell_verdicts[key], acc.cell_raw_scores.get(key, ()), acc.cell_raw_durations[key]),
     )
 
 

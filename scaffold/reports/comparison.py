@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from scaffold.reports.analysis import EXCLUDED_SHARE_LIMIT, MIN_TASKS, Analysis
 from scaffold.reports.markdown import render
+from scaffold.reports.model import Analysis
+from scaffold.reports.verdicts import EXCLUDED_SHARE_LIMIT, MIN_TASKS
 
 __all__ = ["ROW_LIMIT", "render_comparison"]
 

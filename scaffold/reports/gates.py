@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scaffold.errors import GateError
-from scaffold.reports.analysis import MIN_TASKS, Analysis, TreatmentReport, label_of
+from scaffold.reports.model import Analysis, TreatmentReport
+from scaffold.reports.verdicts import MIN_TASKS, label_of
 from scaffold.stats import Insufficient, Metric, compare_treatments, mean_over_tasks
 
 __all__ = ["Gate", "GateResult", "evaluate_gates", "parse_gate"]

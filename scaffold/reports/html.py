@@ -31,17 +31,10 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from scaffold.reports.analysis import Analysis, Cell, FailureCause, TrialLink, Verdict
-from scaffold.reports.svg import (
-    Point,
-    Row,
-    clean,
-    finite,
-    fmt_number,
-    interval_chart,
-    scatter_chart,
-    symmetric_domain,
-)
+from scaffold.reports.format import interval as interval_of
+from scaffold.reports.format import known, money, number, percent, short_number, signed_points
+from scaffold.reports.model import Analysis, Cell, FailureCause, TreatmentVerdict, TrialLink
+from scaffold.reports.svg import Point, Row, clean, interval_chart, scatter_chart, symmetric_domain
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 from scaffold.stats.paired import MONTE_CARLO_DRAWS
 
@@ -70,39 +63,18 @@ def href(path: str) -> str:
     return "/" + quoted.lstrip("/") if quoted.startswith("//") else quoted
 
 
-def pct(value: float | None, digits: int = 0) -> str:
-    v = finite(value)
-    return "N/A" if v is None else f"{v * 100:.{digits}f}%"
-
-
-def signed_pct(value: float | None) -> str:
-    v = finite(value)
-    return "N/A" if v is None else f"{v * 100:+.1f} pts"
-
-
 def num(value: float | None, spec: str = ".3f") -> str:
-    v = finite(value)
-    return "N/A" if v is None else format(v, spec)
-
-
-def money(value: float | None) -> str:
-    v = finite(value)
-    return "N/A" if v is None else f"${v:,.4f}" if v < 1 else f"${v:,.2f}"
+    return number(value, spec)
 
 
 def interval(est: Estimate, fmt: str = "pct") -> str:
     """ "62% [55%, 70%]", "62%" without an interval, "N/A" without a value."""
-    show = pct if fmt == "pct" else num
-    if finite(est.mean) is None:
-        return "N/A"
-    if finite(est.low) is None or finite(est.high) is None:
-        return show(est.mean)
-    return f"{show(est.mean)} [{show(est.low)}, {show(est.high)}]"
+    return interval_of(est, percent if fmt == "pct" else num)
 
 
 def bin_of(rate: float | None) -> str:
     """CSS class of a pass rate: b0 (0%) ... b10 (100%) by tenths, ``na`` when there is none."""
-    v = finite(rate)
+    v = known(rate)
     # Half up (25% -> b3), not Python's round-half-to-even, so equal steps land in distinct bins.
     return "na" if v is None else f"b{int(min(max(v, 0.0), 1.0) * 10 + 0.5)}"
 
@@ -112,7 +84,7 @@ def bin_of(rate: float | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class VerdictRow:
-    verdict: Verdict
+    verdict: TreatmentVerdict
     tone: str
     pass_rate: str
     score: str
@@ -157,11 +129,11 @@ def _comparison(c: PairedComparison | Insufficient | None, fmt: str = "pct") -> 
         return "baseline"
     if isinstance(c, Insufficient):
         return "insufficient data"
-    show = signed_pct if fmt == "pct" else (lambda v: num(v, "+.3f"))
+    show = signed_points if fmt == "pct" else (lambda v: num(v, "+.3f"))
     return f"{show(c.mean_difference)} [{show(c.low)}, {show(c.high)}]"
 
 
-def _verdict_row(v: Verdict) -> VerdictRow:
+def _verdict_row(v: TreatmentVerdict) -> VerdictRow:
     c = v.pass_rate
     p_value = flips = "—"
     if isinstance(c, PairedComparison):
@@ -189,9 +161,9 @@ def _difference_row(label: str, c: PairedComparison | Insufficient | None) -> Ro
 
 
 def _cell_title(cell: Cell) -> str:
-    parts = [f"{cell.task} × {cell.treatment}: {cell.passed}/{cell.scored} passed ({pct(cell.pass_rate)})"]
+    parts = [f"{cell.task} × {cell.treatment}: {cell.passed}/{cell.scored} passed ({percent(cell.pass_rate)})"]
     if cell.scored:
-        parts.append(f"95% CI {pct(cell.wilson.low)}–{pct(cell.wilson.high)}")
+        parts.append(f"95% CI {percent(cell.wilson.low)}–{percent(cell.wilson.high)}")
     parts.append(f"mean score {num(cell.mean_score, '.2f')}")
     if cell.excluded or cell.flagged:
         parts.append(f"{cell.excluded} excluded, {cell.flagged} flagged")
@@ -209,7 +181,7 @@ def _matrix(a: Analysis) -> list[tuple[str, list[MatrixCell]]]:
                 cells.append(MatrixCell("na", "—", f"{task} × {treatment}: no trials", ""))
                 continue
             noisy = "*" if cell.excluded or cell.flagged else ""
-            text = "N/A" if finite(cell.pass_rate) is None else f"{cell.pass_rate * 100:.0f}"
+            text = "N/A" if known(cell.pass_rate) is None else f"{cell.pass_rate * 100:.0f}"
             cells.append(MatrixCell(bin_of(cell.pass_rate), text + noisy, _cell_title(cell), anchor))
         rows.append((task, cells))
     return rows
@@ -314,7 +286,7 @@ def _charts(a: Analysis) -> dict[str, Markup]:
             title="Cost per trial against pass rate, per treatment (95% interval on the pass rate)",
             x_label="mean cost per trial (USD)",
             y_label="pass rate",
-            x_fmt=lambda v: f"${fmt_number(v)}",
+            x_fmt=lambda v: f"${short_number(v)}",
         ),
     }
     diff_rows = [_difference_row(v.treatment, v.pass_rate) for v in a.verdicts]
@@ -323,8 +295,8 @@ def _charts(a: Analysis) -> dict[str, Markup]:
         ident="chart-verdict",
         title=f"Pass rate difference to {a.baseline} (paired over tasks, 95% interval)",
         domain=symmetric_domain(diff_rows),
-        fmt=signed_pct,
-        tick_fmt=lambda v: signed_pct(v).replace(".0 pts", ""),
+        fmt=signed_points,
+        tick_fmt=lambda v: signed_points(v).replace(".0 pts", ""),
         reference=0.0,
     )
     for k, name in enumerate(a.dimensions):
@@ -358,7 +330,7 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters.update(pct=pct, num=num, money=money, interval=interval, clean=clean, signed_pct=signed_pct)
+_ENV.filters.update(pct=percent, num=num, money=money, interval=interval, clean=clean, signed_pct=signed_points)
 _ENV.globals.update(comparison=_comparison, bin_of=bin_of)
 
 

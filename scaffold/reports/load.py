@@ -15,8 +15,9 @@ from pathlib import Path
 
 from scaffold.errors import RecordError, ReportError
 from scaffold.experiment import RECORD_FILE
-from scaffold.records import TrialRecord, gc_paused, read_record, stream_names
-from scaffold.reports.analysis import TrialFiles
+from scaffold.record_files import gc_paused, read_record
+from scaffold.records import TrialRecord
+from scaffold.reports.model import TrialFiles
 
 __all__ = ["Loaded", "load_experiments"]
 
@@ -39,7 +40,7 @@ def load_experiments(dirs: Sequence[Path], *, link_base: Path | None = None) -> 
     *link_base*: the folder the reports are written to; file links are made relative to it so the
     report folder can be moved together with the experiments.
     """
-    with gc_paused():  # see scaffold.records.gc_paused: 100,000 records are millions of objects
+    with gc_paused():  # see scaffold.record_files.gc_paused: 100,000 records are millions of objects
         return _load_experiments(dirs, link_base)
 
 
@@ -83,9 +84,8 @@ def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
                     f"{owners[key]} and {directory}; pass each experiment directory once"
                 )
             owners[key] = directory
-            streams = record.streams if record.streams is not None else stream_names(f"{trials}/{folder_name}")
             folder = f"{prefix}/{folder_name}/"
-            files[key] = TrialFiles(folder + RECORD_FILE, tuple(folder + name for name in streams))
+            files[key] = TrialFiles(folder + RECORD_FILE, tuple(folder + name for name in record.streams))
             records.append(record)
     records.sort(key=lambda r: (r.task, r.treatment, r.trial, r.experiment_id))
     return Loaded(tuple(records), files, tuple(problems), tuple(seen_dirs.values()))

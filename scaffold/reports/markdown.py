@@ -1,46 +1,21 @@
-"""The jinja2 environment of the Markdown reports and its number filters (N/A for None and NaN)."""
+"""The jinja2 environment of the Markdown reports and its filters (numbers through scaffold.reports.format)."""
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from scaffold.reports.format import interval, number, percent, signed_percent
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 
-__all__ = ["ENV", "cell_text", "fmt", "pct", "render"]
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and not math.isfinite(value))
-
-
-def fmt(value: Any, spec: str = ".2f") -> str:
-    """A number, or N/A when it is unknown (None) or undefined (NaN)."""
-    return "N/A" if _missing(value) else format(value, spec)
-
-
-def pct(value: Any, digits: int = 0) -> str:
-    return "N/A" if _missing(value) else f"{value:.{digits}%}"
-
-
-def signed_pct(value: Any, digits: int = 1) -> str:
-    return "N/A" if _missing(value) else f"{value:+.{digits}%}"
+__all__ = ["ENV", "cell_text", "render"]
 
 
 def estimate(value: Estimate, as_pct: bool = True) -> str:
     """mean [low, high] of a mean over tasks; the interval is left out below two tasks."""
-
-    def show(v: float) -> str:
-        return pct(v, 1) if as_pct else fmt(v, ".3f")
-
-    if _missing(value.mean):
-        return "N/A"
-    if _missing(value.low):
-        return show(value.mean)
-    return f"{show(value.mean)} [{show(value.low)}, {show(value.high)}]"
+    return interval(value, (lambda v: percent(v, 1)) if as_pct else (lambda v: number(v, ".3f")))
 
 
 def difference(value: PairedComparison | Insufficient | None, as_pct: bool = True) -> str:
@@ -51,9 +26,10 @@ def difference(value: PairedComparison | Insufficient | None, as_pct: bool = Tru
         return f"insufficient ({value.n} paired task(s), {value.needed} needed)"
 
     def show(v: float) -> str:
-        return signed_pct(v, 1) if as_pct else fmt(v, "+.3f")
+        return signed_percent(v, 1) if as_pct else number(v, "+.3f")
 
-    return f"{show(value.mean_difference)} [{show(value.low)}, {show(value.high)}], p = {fmt(value.p_value, '.3g')}"
+    p = number(value.p_value, ".3g")
+    return f"{show(value.mean_difference)} [{show(value.low)}, {show(value.high)}], p = {p}"
 
 
 def cell_text(text: Any, limit: int = 200) -> str:
@@ -72,7 +48,9 @@ ENV = Environment(
     keep_trailing_newline=True,
     autoescape=False,  # Markdown, not HTML
 )
-ENV.filters.update(num=fmt, pct=pct, signed_pct=signed_pct, estimate=estimate, difference=difference, cell=cell_text)
+ENV.filters.update(
+    num=number, pct=percent, signed_pct=signed_percent, estimate=estimate, difference=difference, cell=cell_text
+)
 
 
 def render(template: str, **context: Any) -> str:

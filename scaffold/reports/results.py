@@ -12,26 +12,27 @@ from typing import Any
 import orjson
 
 from scaffold.records import TrialRecord
-from scaffold.reports.analysis import JUDGE_SOURCE, TrialFiles, finite_number, noise_of
+from scaffold.reports.format import known
+from scaffold.reports.model import TrialFiles
+from scaffold.rubrics import JUDGE_SOURCE
 
 __all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_row"]
 
 RESULTS_SCHEMA = "comet-eval/results"
 RESULTS_SCHEMA_VERSION = 1
-_TOKEN_KEYS = ("input", "output", "cache_read", "cache_write")
 
 
 def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str, Any]:
     """The results.jsonl object of one trial (field meanings: docs/results-schema.md)."""
-    noise = noise_of(record)
-    traj = record.trajectory or {}
-    tokens = traj.get("tokens")
+    noise = record.noise
+    traj = record.trajectory
+    tokens = traj.tokens if traj is not None else None
     rubric: dict[str, float | None] = {}
     judge: dict[str, float | None] = {}
     for dim in record.dimensions:
-        target = judge if dim.get("source") == JUDGE_SOURCE else rubric
-        target[str(dim.get("name", ""))] = finite_number(dim.get("score"))
-    category = str(noise.get("category", "included"))
+        target = judge if dim.source == JUDGE_SOURCE else rubric
+        target[dim.name] = known(dim.score)
+    agent = record.agent
     return {
         "schema": RESULTS_SCHEMA,
         "schema_version": RESULTS_SCHEMA_VERSION,
@@ -42,22 +43,31 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "trial": record.trial,
         "verdict": record.verdict,
         "passed": None if record.verdict == "error" else record.verdict == "passed",
-        "weighted_score": finite_number(record.weighted_score) if record.verdict != "error" else None,
-        "noise": {"category": category, "reason": str(noise.get("reason", "")), "source": noise.get("source")},
-        "analysis_set": category != "excluded",
+        "weighted_score": known(record.weighted_score) if record.verdict != "error" else None,
+        "noise": {"category": noise.category, "reason": noise.reason, "source": noise.source},
+        "analysis_set": noise.category != "excluded",
         "profile": record.profile,
         "config_hash": record.config_hash,
-        "agent": {k: record.agent.get(k) for k in ("name", "model", "version")},
+        "agent": {"name": agent.name, "model": agent.model, "version": agent.version},
         "started_at": record.started_at or None,
         "finished_at": record.finished_at or None,
-        "duration_s": finite_number(record.duration_s),
-        "tokens": {k: int(tokens.get(k) or 0) for k in _TOKEN_KEYS} if isinstance(tokens, Mapping) else None,
-        "cost_usd": finite_number(traj.get("cost_usd")),
+        "duration_s": known(record.duration_s),
+        "tokens": (
+            {
+                "input": tokens.input,
+                "output": tokens.output,
+                "cache_read": tokens.cache_read,
+                "cache_write": tokens.cache_write,
+            }
+            if tokens is not None
+            else None
+        ),
+        "cost_usd": known(traj.cost_usd) if traj is not None else None,
         "dimensions": rubric,
         "judge": judge,
         "hard_failures": list(record.hard_failures),
-        "failed_checks": [str(c.get("name")) for c in record.checks if c.get("status") == "failed"],
-        "errors": [str(e.get("type") or "error") for e in record.errors],
+        "failed_checks": [c.name for c in record.checks if c.status == "failed"],
+        "errors": [e.type or "error" for e in record.errors],
         "record": files.record if files else None,
         "streams": list(files.streams) if files else [],
     }

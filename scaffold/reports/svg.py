@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from scaffold.reports.format import known, percent, short_number
+
 __all__ = [
     "ERROR_BAR",
     "MARK",
     "Point",
     "Row",
-    "fmt_number",
-    "fmt_percent",
     "interval_chart",
     "nice_ceiling",
     "scatter_chart",
@@ -46,23 +46,6 @@ LABEL_CHARS = 28
 CHAR_W = 7.4  # a wide 12 px sans-serif glyph (capitals): label columns sized without measuring fonts
 
 Format = Callable[[float], str]
-
-
-def finite(value: float | None) -> float | None:
-    """*value* when it is a real number, else None (NaN and infinities are "no value")."""
-    return value if value is not None and math.isfinite(value) else None
-
-
-def fmt_percent(value: float | None) -> str:
-    v = finite(value)
-    return "N/A" if v is None else f"{v * 100:.0f}%"
-
-
-def fmt_number(value: float | None) -> str:
-    v = finite(value)
-    if v is None:
-        return "N/A"
-    return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
 _CONTROL = {i: "\ufffd" for i in (*range(0x20), 0x7F) if chr(i) not in "\t\n"}
@@ -156,7 +139,7 @@ class Row:
 
 def symmetric_domain(rows: Sequence[Row], minimum: float = 0.1) -> tuple[float, float]:
     """A domain centred on 0 wide enough for every finite value and interval end (differences)."""
-    ends = [abs(v) for r in rows for v in (finite(r.value), finite(r.low), finite(r.high)) if v is not None]
+    ends = [abs(v) for r in rows for v in (known(r.value), known(r.low), known(r.high)) if v is not None]
     reach = nice_ceiling(max([minimum, *ends]))
     return (-reach, reach)
 
@@ -167,7 +150,7 @@ def interval_chart(
     ident: str,
     title: str,
     domain: tuple[float, float] = (0.0, 1.0),
-    fmt: Format = fmt_percent,
+    fmt: Format = percent,
     reference: float | None = None,
     tick_fmt: Format | None = None,
     width: int = 720,
@@ -190,7 +173,7 @@ def interval_chart(
         body.append(f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(axis_y)}" stroke="{GRID}"/>')
         body.append(_text(x, axis_y + 16, (tick_fmt or fmt)(tick), anchor="middle", size=FONT - 1))
     body.append(f'<line x1="{_n(left)}" y1="{_n(axis_y)}" x2="{_n(right)}" y2="{_n(axis_y)}" stroke="{AXIS}"/>')
-    ref = finite(reference)
+    ref = known(reference)
     if ref is not None:
         x = scale(ref)
         body.append(
@@ -206,7 +189,7 @@ def interval_chart(
         tip = f"<title>{_esc(row.label)}: {_esc(text)}</title>"
         body.append(f"<g>{tip}")
         body.append(_text(left - 8, y + 4, short(row.label), anchor="end"))
-        low, high, value = finite(row.low), finite(row.high), finite(row.value)
+        low, high, value = known(row.low), known(row.high), known(row.value)
         if low is not None and high is not None:
             x1, x2 = scale(low), scale(high)
             body.append(
@@ -220,11 +203,11 @@ def interval_chart(
 
 
 def _row_text(row: Row, fmt: Format) -> str:
-    value = finite(row.value)
+    value = known(row.value)
     if value is None:
         text = "N/A"
     else:
-        low, high = finite(row.low), finite(row.high)
+        low, high = known(row.low), known(row.high)
         text = fmt(value) if low is None or high is None else f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
     return f"{text} {row.note}" if row.note else text
 
@@ -247,8 +230,8 @@ def scatter_chart(
     title: str,
     x_label: str,
     y_label: str,
-    x_fmt: Format = fmt_number,
-    y_fmt: Format = fmt_percent,
+    x_fmt: Format = short_number,
+    y_fmt: Format = percent,
     y_domain: tuple[float, float] = (0.0, 1.0),
     width: int = 720,
     height: int = 360,
@@ -260,10 +243,10 @@ def scatter_chart(
     placed: list[Point] = []
     missing: list[Point] = []
     for p in points:
-        (placed if finite(p.x) is not None and finite(p.y) is not None else missing).append(p)
+        (placed if known(p.x) is not None and known(p.y) is not None else missing).append(p)
     left, right, top = 56.0, width - 160.0, 12.0
     bottom = height - 44.0 - (ROW if missing else 0)
-    x_max = nice_ceiling(max([finite(p.x) or 0.0 for p in placed], default=0.0))
+    x_max = nice_ceiling(max([known(p.x) or 0.0 for p in placed], default=0.0))
     xs = _Scale((0.0, x_max), left, right)
     ys = _Scale(y_domain, bottom, top)  # inverted: larger y is higher up
     body: list[str] = []
@@ -294,7 +277,7 @@ def scatter_chart(
         text = f"{x_fmt(p.x or 0.0)}, {_row_text(Row(p.label, p.y, p.y_low, p.y_high), y_fmt)}"
         described.append(f"{p.label}: {text}")
         body.append(f"<g><title>{_esc(p.label)}: {_esc(text)}</title>")
-        low, high = finite(p.y_low), finite(p.y_high)
+        low, high = known(p.y_low), known(p.y_high)
         if low is not None and high is not None:
             body.append(
                 f'<path class="err" d="M{_n(x)} {_n(ys(low))}V{_n(ys(high))}M{_n(x - 5)} {_n(ys(low))}'

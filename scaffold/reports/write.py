@@ -9,19 +9,21 @@ results.jsonl           one line per trial (docs/results-schema.md)             
 from __future__ import annotations
 
 import gc
-import os
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.atomic import write_text_atomic
 from scaffold.errors import ReportError
-from scaffold.records import TrialRecord, gc_paused
-from scaffold.reports.analysis import Analysis, TrialFiles, build_analysis
+from scaffold.record_files import gc_paused
+from scaffold.records import TrialRecord
+from scaffold.reports.analysis import build_analysis
 from scaffold.reports.aside import FORK_MIN_TRIALS, Aside
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
+from scaffold.reports.html import render_html
 from scaffold.reports.load import Loaded, load_experiments
+from scaffold.reports.model import Analysis, TrialFiles
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
 
@@ -34,7 +36,6 @@ __all__ = [
     "Written",
     "report_experiments",
     "write_reports",
-    "write_text_atomic",
 ]
 
 SUMMARY = "summary.md"
@@ -118,7 +119,7 @@ def write_reports(
     outputs: ReportOutputs | None = None,
 ) -> Written:
     """Build the analysis once and write every chosen report into *out_dir* (created if needed)."""
-    with gc_paused():  # millions of small acyclic objects: see scaffold.records.gc_paused
+    with gc_paused():  # millions of small acyclic objects: see scaffold.record_files.gc_paused
         return _write_reports(out_dir, records, title, baseline, problems, files, outputs or ReportOutputs())
 
 
@@ -141,25 +142,9 @@ def _write_reports(
     ) as results:
         analysis = build_analysis(records, baseline=baseline, problems=problems, files=files)
         if outputs.markdown:
-            paths.append(write_text_atomic(out_dir / SUMMARY, [render_summary(title, records, problems, analysis)]))
-            paths.append(write_text_atomic(out_dir / COMPARISON, [render_comparison(analysis, title)]))
+            paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
+            paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
         if outputs.html:
-            from scaffold.reports.html import render_html  # only when asked for: it has its own templates
-
-            paths.append(write_text_atomic(out_dir / HTML, [render_html(analysis)]))
+            paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
         paths.append(results.wait())
     return Written(analysis, tuple(paths))
-
-
-def write_text_atomic(path: Path, chunks: Iterable[str]) -> Path:
-    """Write *chunks* to a temporary file beside *path*, then rename it over *path*."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; reports are meant to be read (CI artifacts, browsers)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.writelines(chunks)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path

@@ -8,20 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
+
+import msgspec
 
 from scaffold.tasks import Task
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import ValidationOutcome
 
-__all__ = ["Dimension", "RubricInput", "RubricResult", "weighted_score"]
+__all__ = ["JUDGE_SOURCE", "Dimension", "RubricInput", "RubricResult", "weighted_score"]
+
+JUDGE_SOURCE: Final = "judge"
+"""The ``source`` of a dimension scored by the LLM judge: shown beside the rubric, never mixed into it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Dimension:
+class Dimension(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """One scored dimension, as trial records store it. ``source`` is None for the rule-based rubric
+    (and then left out of the record) and :data:`JUDGE_SOURCE` for a judge score."""
+
     name: str
     weight: float
     score: float | None
     reason: str
+    source: str | None = None
 
     @property
     def applicable(self) -> bool:

@@ -7,20 +7,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Check", "ValidationOutcome", "parse_results"]
+import msgspec
 
-Status = Literal["passed", "failed", "skipped"]
+__all__ = ["CheckStatus", "ValidationCheck", "ValidationOutcome", "parse_results"]
+
+CheckStatus = Literal["passed", "failed", "skipped"]
 _PASSED = {"passed", "pass", "ok", "success", "succeeded", "true"}
 _FAILED = {"failed", "fail", "failure", "error", "errored", "false"}
 _SKIPPED = {"skipped", "skip"}
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One validation result. ``source`` is ``artifact`` or ``script:<file>``."""
+class ValidationCheck(msgspec.Struct, frozen=True, gc=False):
+    """One validation result, as trial records store it. ``source`` is ``artifact`` or ``script:<file>``."""
 
     name: str
-    status: Status
+    status: CheckStatus
     source: str
     reason: str = ""
 
@@ -33,11 +34,11 @@ class Check:
 class ValidationOutcome:
     """Every check of a trial, and what the expected-artifact globs matched (for the rubric)."""
 
-    checks: tuple[Check, ...] = ()
+    checks: tuple[ValidationCheck, ...] = ()
     expected_artifacts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
-    def counted(self) -> tuple[Check, ...]:
+    def counted(self) -> tuple[ValidationCheck, ...]:
         """Checks that count toward the pass rate (skipped ones do not)."""
         return tuple(c for c in self.checks if c.status != "skipped")
 
@@ -52,7 +53,7 @@ class ValidationOutcome:
         return bool(counted) and all(c.passed for c in counted)
 
 
-def parse_results(results_json: str | None, stdout: str, source: str) -> list[Check] | None:
+def parse_results(results_json: str | None, stdout: str, source: str) -> list[ValidationCheck] | None:
     """Checks from ``_test_results.json`` text, else from the last JSON line of *stdout*.
 
     Returns None when neither holds a results object (the caller then judges by exit code).
@@ -62,12 +63,12 @@ def parse_results(results_json: str | None, stdout: str, source: str) -> list[Ch
         try:
             data = json.loads(results_json)
         except json.JSONDecodeError as exc:
-            return [Check("_test_results.json", "failed", source, f"not valid JSON: {exc}")]
+            return [ValidationCheck("_test_results.json", "failed", source, f"not valid JSON: {exc}")]
         checks = _from_object(data, source)
         if checks is not None:
             return checks
         return [
-            Check(
+            ValidationCheck(
                 "_test_results.json",
                 "failed",
                 source,
@@ -88,24 +89,24 @@ def parse_results(results_json: str | None, stdout: str, source: str) -> list[Ch
     return None
 
 
-def _from_object(data: Any, source: str) -> list[Check] | None:
+def _from_object(data: Any, source: str) -> list[ValidationCheck] | None:
     if not isinstance(data, dict):
         return None
     if "checks" in data:
         items = data["checks"]
         if not isinstance(items, list):
-            return [Check("checks", "failed", source, "'checks' must be a list")]
+            return [ValidationCheck("checks", "failed", source, "'checks' must be a list")]
         return [_from_entry(i, item, source) for i, item in enumerate(items)]
     if "passed" in data or "failed" in data:
-        out: list[Check] = []
+        out: list[ValidationCheck] = []
         for key, status in (("passed", "passed"), ("failed", "failed"), ("skipped", "skipped")):
             values = data.get(key, [])
             if not isinstance(values, list):
-                out.append(Check(key, "failed", source, f"'{key}' must be a list"))
+                out.append(ValidationCheck(key, "failed", source, f"'{key}' must be a list"))
                 continue
             for value in values:
                 name, reason = _name_reason(value)
-                out.append(Check(name, status, source, reason))  # type: ignore[arg-type]
+                out.append(ValidationCheck(name, status, source, reason))  # type: ignore[arg-type]
         return out
     return None
 
@@ -116,17 +117,19 @@ def _name_reason(value: Any) -> tuple[str, str]:
     return str(value), ""
 
 
-def _from_entry(index: int, item: Any, source: str) -> Check:
+def _from_entry(index: int, item: Any, source: str) -> ValidationCheck:
     if not isinstance(item, dict) or "name" not in item:
-        return Check(f"checks[{index}]", "failed", source, f"a check needs a name and a status (got {item!r})")
+        return ValidationCheck(
+            f"checks[{index}]", "failed", source, f"a check needs a name and a status (got {item!r})"
+        )
     name = str(item["name"])
     raw = item.get("status", item.get("passed"))
     reason = str(item.get("reason") or item.get("message") or "")
     text = str(raw).strip().lower()
     if raw is True or text in _PASSED:
-        return Check(name, "passed", source, reason)
+        return ValidationCheck(name, "passed", source, reason)
     if raw is False or text in _FAILED:
-        return Check(name, "failed", source, reason)
+        return ValidationCheck(name, "failed", source, reason)
     if text in _SKIPPED:
-        return Check(name, "skipped", source, reason)
-    return Check(name, "failed", source, f"unknown status {raw!r}" + (f"; {reason}" if reason else ""))
+        return ValidationCheck(name, "skipped", source, reason)
+    return ValidationCheck(name, "failed", source, f"unknown status {raw!r}" + (f"; {reason}" if reason else ""))

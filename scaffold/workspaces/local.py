@@ -3,6 +3,20 @@
 Isolation is by directory and environment only (no container): enough for trusted agents and the
 oracle, and it needs nothing installed. Commands get a small allow-listed environment, never the
 harness's own, so credentials in the parent environment do not leak into a trial.
+
+The validation phase (``begin_validation``) under the strict policy:
+
+* **the agent's processes end.** Every command runs in its own process group, killed when the command
+  ends, which takes background jobs with it; what left the group (``setsid``, a daemon) is found by the
+  workspace's marker, ``COMET_WORKSPACE=<path>`` in its environment, or by a working directory inside the
+  workspace, among the processes started since the workspace was made (scaffold.workspaces.processes),
+  and killed;
+* **validation reaches no network.** Its commands run in a network namespace of their own, with only a
+  loopback interface: as root (or with CAP_SYS_ADMIN) the harness enters a namespace made once per
+  backend for the moment it starts each command (a few microseconds); otherwise each command starts
+  through ``unshare --user --map-current-user --net`` (about a millisecond, loopback down). Where the
+  kernel allows neither (no user namespaces for unprivileged users, not Linux), validation runs with
+  this machine's network and an :class:`IsolationWarning` says so once per session.
 """
 
 from __future__ import annotations
@@ -11,14 +25,20 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from scaffold.procs import ProcessResult, run_process
+from scaffold.process_output import ProcessResult
+from scaffold.procs import run_process
 from scaffold.tasks import Task
+from scaffold.workspaces.base import ValidationPolicy, Workspace
 from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
+from scaffold.workspaces.layout import write_shim
+from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
+from scaffold.workspaces.processes import MARKER, end_marked, last_pid
 
-__all__ = ["LocalBackend", "LocalWorkspace", "base_environment"]
+__all__ = ["IsolationWarning", "LocalBackend", "LocalWorkspace", "base_environment"]
 
 _PASSED_THROUGH = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
@@ -27,12 +47,13 @@ def base_environment(workspace: Path) -> dict[str, str]:
     """The environment a command in a local workspace starts from.
 
     The harness's interpreter comes first on PATH so ``python3`` in a task script is the Python the
-    harness runs on; temporary files stay inside the workspace.
+    harness runs on; temporary files stay inside the workspace. ``COMET_WORKSPACE`` is also the marker
+    by which the validation phase finds the agent's processes that left their process group.
     """
     env = {key: os.environ[key] for key in _PASSED_THROUGH if key in os.environ}
     path = os.environ.get("PATH", os.defpath)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
-    env["COMET_WORKSPACE"] = str(workspace)
+    env[MARKER] = str(workspace)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     tmp = workspace / ".tmp"
     env["TMPDIR"] = str(tmp)
@@ -42,9 +63,14 @@ def base_environment(workspace: Path) -> dict[str, str]:
 class LocalWorkspace(HostFiles):
     """A host folder; file operations come from :class:`HostFiles`, commands run as subprocesses."""
 
-    validation_pythonpath: str | None = None
-    """Where ``scaffold.python.validation.core`` is importable from, shared by the backend's trials
-    (so it is not written into every workspace)."""
+    def __init__(self, path: Path, *, shim: str | None = None, network: IsolatedNetwork | None = None) -> None:
+        super().__init__(path)
+        self._shim = shim
+        self._network = network
+        self._since = last_pid()  # processes started after this one may be the agent's
+        self._offline = False
+        self.policy: ValidationPolicy | None = None
+        """The policy validation began with; None during the agent's phase."""
 
     @property
     def root(self) -> str:
@@ -54,8 +80,24 @@ class LocalWorkspace(HostFiles):
     def python(self) -> str:
         return sys.executable
 
+    @property
+    def validation_pythonpath(self) -> str | None:
+        return self._shim
+
+    @property
+    def host_address(self) -> str | None:
+        return None  # the same machine: a loopback endpoint is reached as it is
+
     def host_visible(self, path: Path) -> str | None:
         return str(path.resolve())
+
+    def begin_validation(self, policy: ValidationPolicy) -> None:
+        if self.policy is not None:
+            return
+        self.policy = policy
+        if policy is ValidationPolicy.STRICT:
+            end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since)
+            self._offline = True
 
     def exec(
         self,
@@ -68,9 +110,14 @@ class LocalWorkspace(HostFiles):
     ) -> ProcessResult:
         (self._path / ".tmp").mkdir(exist_ok=True)
         full_env = {**base_environment(self._path), **env}
-        return run_process(
-            argv, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
-        )
+        if not (self._offline and self._network is not None):
+            return run_process(
+                argv, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
+            )
+        with self._network.entered(argv) as offline:
+            return run_process(
+                offline, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
+            )
 
 
 class LocalBackend:
@@ -79,6 +126,7 @@ class LocalBackend:
     def __init__(self, workspace_root: Path) -> None:
         self._root = workspace_root
         self._shim: Path | None = None
+        self._network: IsolatedNetwork | None = None
         # Folders above the workspaces (one per experiment): emptied folders are removed at close,
         # not after every trial, where the next trial would only create the same folder again.
         self._parents: set[Path] = set()
@@ -90,19 +138,23 @@ class LocalBackend:
         path = self._root / trial_key
         self._parents.add(path.parent)
         fresh_copy(task.environment_dir, path)
-        workspace = LocalWorkspace(path)
-        workspace.validation_pythonpath = str(self._validation_shim())
-        return workspace
+        return LocalWorkspace(path, shim=str(self._validation_shim()), network=self._isolated_network())
 
     def _validation_shim(self) -> Path:
         if self._shim is None:
-            from scaffold.validation.runner import write_shim
-
             self._shim = Path(tempfile.mkdtemp(prefix="comet-validation-lib-"))
             write_shim(self._shim)
         return self._shim
 
-    def destroy(self, workspace: object, *, keep: bool) -> None:
+    def _isolated_network(self) -> IsolatedNetwork | None:
+        """The validation network, made on first use; None (and one warning) where none can be made."""
+        if self._network is None:
+            self._network = IsolatedNetwork.make()
+            if not self._network.available:
+                warnings.warn(IsolationWarning(self._network.problem), stacklevel=2)
+        return self._network if self._network.available else None
+
+    def destroy(self, workspace: Workspace, *, keep: bool) -> None:
         assert isinstance(workspace, LocalWorkspace)
         if keep:
             shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
@@ -113,6 +165,9 @@ class LocalBackend:
         if self._shim is not None:
             shutil.rmtree(self._shim, ignore_errors=True)
             self._shim = None
+        if self._network is not None:
+            self._network.close()
+            self._network = None
         for parent in sorted(self._parents, key=lambda p: len(p.parts), reverse=True):
             remove_empty_parents(parent, self._root)
         self._parents.clear()

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import REPO
+from tests.support.factories import REPO
 
 EXAMPLE = REPO / "examples" / "release-notes"
 

@@ -23,7 +23,7 @@ from comet_engine import (
     skill,
     tool,
 )
-from tests.conftest import REPO
+from tests.support.factories import REPO
 
 
 def report(**overrides: object) -> dict[str, object]:

@@ -15,7 +15,7 @@ import pytest
 
 from comet_engine.stores import FileStore, SQLiteStore, Store
 from comet_engine.stores.codec import CRASH_ENV
-from tests.conftest import REPO
+from tests.support.factories import REPO
 
 WORKER = Path(__file__).with_name("store_worker.py")
 KINDS = ["file", "single", "sqlite"]

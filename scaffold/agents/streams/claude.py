@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams import count, items, json_events, skill_from_path
+from scaffold.agents.streams.events import count, items, json_events, skill_from_path
 from scaffold.agents.streams.failures import failure
-from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
+from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_claude_stream"]
 
@@ -55,7 +55,7 @@ class _State:
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[ApiFailure] = field(default_factory=list)
     denials: list[str] = field(default_factory=list)
     session_id: str | None = None
     version: str | None = None
@@ -136,10 +136,10 @@ class _State:
             if isinstance(denial, dict):
                 self.denials.append(str(denial.get("tool_name", "?")))
         status = event.get("api_error_status")
-        if isinstance(status, int) and self.failures and self.failures[-1]["final"]:
+        if isinstance(status, int) and self.failures and self.failures[-1].final:
             # The result states the status of the failure its synthetic message described.
             self.failures[-1] = failure(
-                self.failures[-1]["source"], self.failures[-1]["message"], status=status, code=None, final=True
+                self.failures[-1].source, self.failures[-1].message, status=status, code=None, final=True
             )
         elif event.get("is_error") and isinstance(status, int):
             self.failures.append(failure("result", str(event.get("result") or ""), status=status, final=True))

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams import add_tokens, count, json_events, skill_from_path
+from scaffold.agents.streams.events import add_tokens, count, json_events, skill_from_path
 from scaffold.agents.streams.failures import failure
-from scaffold.trajectory import TokenUsage, ToolCall, Trajectory
+from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 
 __all__ = ["parse_codex_stream", "unwrap_shell"]
 
@@ -51,7 +51,7 @@ class _State:
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[ApiFailure] = field(default_factory=list)
     tokens: TokenUsage | None = None
     session_id: str | None = None
     final_text: str = ""

@@ -1,6 +1,6 @@
 """Typed API failures read from agent streams (the structured signal noise classification trusts first).
 
-A failure is a plain mapping so it stores in trial records as is::
+A failure is a typed value (scaffold.trajectory.ApiFailure) stored in trial records as::
 
     {"kind": "rate_limited", "status": 429, "source": "system/api_retry", "message": "...", "final": false}
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, Final
+
+from scaffold.trajectory import ApiFailure
 
 __all__ = ["FAILURE_KINDS", "failure", "kind_of", "status_in"]
 
@@ -67,13 +69,7 @@ def kind_of(status: int | None, code: str | None, message: str) -> str:
     return "api_error"
 
 
-def failure(source: str, message: str, *, status: Any = None, code: Any = None, final: bool) -> dict[str, Any]:
-    """One failure entry; *status* is kept only when it is an HTTP error status."""
+def failure(source: str, message: str, *, status: Any = None, code: Any = None, final: bool) -> ApiFailure:
+    """One failure; *status* is kept only when it is an HTTP error status."""
     known = status if isinstance(status, int) and 400 <= status <= 599 else status_in(message)
-    return {
-        "kind": kind_of(known, str(code) if code else None, message),
-        "status": known,
-        "source": source,
-        "message": message[:300],
-        "final": final,
-    }
+    return ApiFailure(kind_of(known, str(code) if code else None, message), known, source, message[:300], final)

@@ -1,0 +1,109 @@
+"""The controller side of a comet session: counting verdicts, and the reports and gates at its end.
+
+Registered on the controller only (no ``workerinput``): it sees every worker's test reports, and at
+session end reads every record of the experiment, writes the reports (summary.md, comparison_report.md,
+results.jsonl and, when asked, report.html) and answers the ``--gate`` expressions with the exit status.
+
+Exit status. Without ``--gate``: pytest's own, except that trials of the baseline (``--baseline``,
+default CONTROL) are observed, not tested: a baseline trial that does not pass is reported as xfail.
+With ``--gate``: the gates answer. The session fails when a gate fails (or cannot be evaluated), or an
+item could not run at all (an invalid task); failed trials still show as failed tests, so ``--lf``
+works, but they do not decide the exit status on their own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_comet.state import plugin_state
+from scaffold.errors import CometError
+
+if TYPE_CHECKING:
+    from scaffold.reports.gates import GateResult
+
+__all__ = ["Reporter"]
+
+
+class Reporter:
+    """Counts verdicts as reports arrive (from every worker), writes the reports at session end and
+    answers the gates with the exit status."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.paths: tuple[Path, ...] = ()
+        self.verdicts: list[str] = []
+        self.gate_results: tuple[GateResult, ...] = ()
+        self.report_error = ""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        props = dict(report.user_properties)
+        if "comet_verdict" in props:
+            state = plugin_state(self.config)
+            state.verdicts[str(props["comet_verdict"])] += 1
+            state.resumed += bool(props.get("comet_resumed"))
+
+    @pytest.hookimpl(trylast=True)  # after other plugins have settled session.exitstatus
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        state = plugin_state(self.config)
+        if not state.verdicts or self.config.option.collectonly:
+            return
+        from scaffold.reports.gates import evaluate_gates
+        from scaffold.reports.write import report_experiments
+
+        harness = state.session
+        experiment = harness.experiment()
+        if not experiment.trials_dir.is_dir():
+            return
+        gates = harness.gates()
+        try:
+            written = report_experiments(
+                [experiment.root],
+                experiment.root,
+                baseline=harness.options.baseline,
+                outputs=harness.outputs(),
+                title=experiment.id,
+                allow_empty=True,
+            ).written
+        except CometError as exc:
+            # Reports are not worth a traceback that hides the test results; say why they are missing.
+            self.report_error = str(exc)
+            if gates and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self.paths = written.paths
+        self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.label}" for v in written.analysis.verdicts]
+        if not gates:
+            return
+        self.gate_results = evaluate_gates(gates, written.analysis)
+        # The gates answer only for sessions that ran; usage errors and interruptions keep their status.
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        state = plugin_state(self.config)
+        if not state.verdicts:
+            return
+        counts = ", ".join(f"{n} {v}" for v, n in sorted(state.verdicts.items()))
+        resumed = f" ({state.resumed} from earlier runs of this experiment)" if state.resumed else ""
+        terminalreporter.section("comet-eval")
+        terminalreporter.write_line(f"trials: {counts}{resumed}")
+        terminalreporter.write_line(f"experiment: {state.session.experiment().root}")
+        for line in self.verdicts:
+            terminalreporter.write_line(f"verdict: {line}")
+        for path in self.paths:
+            terminalreporter.write_line(f"{path.stem.replace('_', ' ')}: {path}")
+        if self.report_error:
+            terminalreporter.write_line(f"reports not written: {self.report_error}", red=True)
+        for result in self.gate_results:
+            mark = "PASS" if result.passed else "FAIL"
+            terminalreporter.write_line(
+                f"gate {mark}: {result.gate.expression}: {result.message}", green=result.passed, red=not result.passed
+            )
+        if state.verdicts["invalid"] and self.gate_results:
+            terminalreporter.write_line("session fails: some items could not run (invalid tasks)", red=True)

@@ -1,0 +1,114 @@
+"""Per-process state of the pytest plugin: the harness session (scaffold.session), built from pytest's
+options, the verdicts counted so far, and the experiment id a pytest-xdist controller hands its workers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import pytest
+
+from scaffold.errors import CometError
+
+if TYPE_CHECKING:
+    from scaffold.session import HarnessSession
+
+__all__ = ["STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
+
+WORKERINPUT_KEY: Final = "comet_experiment_id"
+T = TypeVar("T")
+
+
+@dataclass
+class PluginState:
+    """Per-process plugin state, created on first use so sessions that never use the plugin pay nothing."""
+
+    config: pytest.Config
+    verdicts: Counter[str] = field(default_factory=Counter)
+    """Verdicts of the trials reported so far (the controller counts every worker's)."""
+    resumed: int = 0
+    usage_error: pytest.UsageError | None = None
+    collected: bool = False
+    """True once this process collected comet cases: the plugin is in use."""
+    _session: HarnessSession | None = None
+    _experiment_id: str | None = None
+
+    @property
+    def session(self) -> HarnessSession:
+        """The harness session of this process (scaffold.session), from pytest's options."""
+        if self._session is None:
+            from scaffold.session import HarnessSession
+
+            self._session = HarnessSession(_options(self.config), experiment_id=self.experiment_id())
+        return self._session
+
+    def experiment_id(self) -> str:
+        """The experiment of the session: the controller's (handed to workers), else ``--experiment-id``,
+        else a new one. Decided without the harness session: an xdist controller hands it to its workers
+        in every project, and one that never uses the plugin must not import the harness for it."""
+        if self._experiment_id is None:
+            workerinput = getattr(self.config, "workerinput", None)
+            if workerinput and WORKERINPUT_KEY in workerinput:
+                self._experiment_id = str(workerinput[WORKERINPUT_KEY])
+            else:
+                from scaffold.experiment import new_experiment_id
+
+                self._experiment_id = self.config.getoption("experiment_id") or new_experiment_id()
+        return self._experiment_id
+
+    def use(self, step: Callable[[], T]) -> T:
+        """*step*'s result; a CometError it raises becomes a usage error (exit status 4, the message alone)."""
+        try:
+            return step()
+        except CometError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def _options(config: pytest.Config) -> Any:
+    from scaffold.session import Options
+
+    def paths(name: str) -> tuple[Path, ...]:
+        return tuple(Path(p) for p in config.getoption(name))
+
+    def path(name: str) -> Path | None:
+        value = config.getoption(name)
+        return Path(value) if value else None
+
+    return Options(
+        root=config.rootpath,
+        tasks_dirs=paths("tasks_dir"),
+        treatments_dirs=paths("treatments_dir"),
+        skill_bases=tuple(config.getoption("skill_base")),
+        skill_path=path("skill_path"),
+        skill_name=config.getoption("skill_name"),
+        tasks=tuple(config.getoption("task")),
+        treatments=tuple(config.getoption("treatment")),
+        count=int(config.getoption("count")),
+        agent=config.getoption("agent"),
+        model=config.getoption("model"),
+        base_url=config.getoption("base_url"),
+        backend=config.getoption("backend"),
+        profile=config.getoption("profile"),
+        keep_workspaces=config.getoption("keep_workspaces"),
+        rerun_errors=bool(config.getoption("rerun_errors")),
+        experiment_id=config.getoption("experiment_id"),
+        logs_dir=path("logs_dir"),
+        workspace_root=path("workspace_root"),
+        baseline=config.getoption("baseline"),
+        gates=tuple(config.getoption("gate")),
+        html=bool(config.getoption("html")),
+        report_config=path("report_config"),
+    )
+
+
+STATE = pytest.StashKey[PluginState]()
+"""Where a pytest config keeps this process's PluginState."""
+
+
+def plugin_state(config: pytest.Config) -> PluginState:
+    if STATE not in config.stash:
+        config.stash[STATE] = PluginState(config)
+    return config.stash[STATE]

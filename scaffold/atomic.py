@@ -1,0 +1,65 @@
+"""The one way the harness writes a file of state: records, reports and caches.
+
+A reader (another worker, ``comet report``, a CI step, a crash later) sees the old file or the new one,
+never half of one: the bytes go to a temporary file in the same folder, with a name unique to this
+writer (two writers of one path never share a temporary file), are flushed to the disk, then renamed
+over the target; the folder is flushed as well, so the rename itself survives a crash. The mode is
+explicit: ``mkstemp`` makes 0600 files, while records and reports are meant to be read by other tools.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["FILE_MODE", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
+
+FILE_MODE: Final = 0o644
+
+
+def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE) -> Path:
+    """Write *text* (a string, or its pieces in order) as UTF-8 to *path* atomically; returns *path*."""
+    pieces = [text] if isinstance(text, str) else text
+    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in pieces), mode=mode)
+
+
+def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE) -> Path:
+    """*data* as indented JSON (UTF-8 kept as is, keys in their order) with a final newline."""
+    return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=mode)
+
+
+def write_bytes_atomic(path: Path, chunks: bytes | Iterable[bytes], *, mode: int = FILE_MODE) -> Path:
+    """Write *chunks* to *path* atomically (see the module docstring); the folder is created if needed."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
+            if isinstance(chunks, bytes):
+                handle.write(chunks)
+            else:
+                handle.writelines(chunks)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _sync_folder(folder)
+    return path
+
+
+def _sync_folder(folder: Path) -> None:
+    """Flush the folder's entries (the rename) to the disk; file systems that cannot are left alone."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,431 @@
+"""The model every report renders: one frozen value of every figure, built by scaffold.reports.analysis.
+
+The Markdown and HTML renderers read only this model, never the trial records, so every figure is
+computed once and all reports agree. Sets of trials (the seed's "去噪口径"):
+
+    raw set       every trial given.
+    analysis set  raw minus the trials whose noise verdict is ``excluded`` (environment or runner
+                  noise). Headline figures, pass@k, spend, runtime, dimensions and verdicts use it.
+    strict set    analysis minus ``flagged`` trials; used only to test whether a verdict depends on
+                  suspect trials.
+
+Pure data: no files, pytest, docker or subprocess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from scaffold.records import TrialError
+from scaffold.stats import (
+    Estimate,
+    Insufficient,
+    KPlan,
+    PairedComparison,
+    Rate,
+    SampleSize,
+    TreatmentStats,
+)
+
+__all__ = [
+    "INCONCLUSIVE",
+    "INSUFFICIENT",
+    "Analysis",
+    "Cell",
+    "Counts",
+    "DimensionStats",
+    "DimensionWeight",
+    "FailureCause",
+    "JudgeOverlay",
+    "JudgeRow",
+    "Label",
+    "PassK",
+    "RawTotals",
+    "Runtime",
+    "Spend",
+    "TreatmentReport",
+    "TreatmentVerdict",
+    "TrialFiles",
+    "TrialLink",
+]
+
+Label = Literal[
+    "improvement",
+    "regression",
+    "no significant difference",
+    "Insufficient clean data",
+    "Inconclusive due to data quality",
+]
+INSUFFICIENT: Final = "Insufficient clean data"
+INCONCLUSIVE: Final = "Inconclusive due to data quality"
+
+
+@dataclass(frozen=True, slots=True)
+class TrialFiles:
+    """Where one trial's files are, as the caller wants them linked (relative to the report, or absolute)."""
+
+    record: str
+    """Path of the trial's ``record.json``."""
+    streams: tuple[str, ...] = ()
+    """Paths of what the agent printed (``agent.*`` files of the trial folder), sorted."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrialLink:
+    """One trial as lists and links show it: identity, outcome, noise verdict and files."""
+
+    experiment_id: str
+    case_id: str
+    """``<task>-<treatment>-r<N>``; unique within one experiment, not across merged experiments."""
+    task: str
+    treatment: str
+    trial: int
+    verdict: str
+    """"passed", "failed" or "error" (error = unscored, never counted as failed)."""
+    weighted_score: float | None
+    category: str
+    """Noise category: "included", "flagged" or "excluded"."""
+    reason: str
+    """Noise reason (scaffold.noise reasons; "" for plain included trials)."""
+    source: str
+    """What decided the noise verdict: "structured" or "text"."""
+    evidence: Mapping[str, Any]
+    """The signal that decided the noise verdict (error, failure event, matched text, ...)."""
+    files: TrialFiles | None
+    """The trial's record and raw streams; None when the records were not read from files."""
+    hard_failures: tuple[str, ...] = ()
+    """The rubric's hard failures of the trial."""
+    failed_checks: tuple[str, ...] = ()
+    """Names of the validation checks that failed (a failed trial's only; others have none listed)."""
+    errors: tuple[TrialError, ...] = ()
+    """The harness errors of an errored trial."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Trial counts of one treatment (or of everything) on the raw set."""
+
+    trials: int
+    passed: int
+    failed: int
+    errored: int
+    """Trials whose verdict is "error": unscored, never failed."""
+    included: int
+    flagged: int
+    excluded: int
+    excluded_reasons: Mapping[str, int]
+    """Excluded trials per noise reason, e.g. {"rate_limited": 3}."""
+    flagged_reasons: Mapping[str, int]
+
+    @property
+    def analysis_trials(self) -> int:
+        """Trials in the analysis set (raw minus excluded)."""
+        return self.trials - self.excluded
+
+    @property
+    def excluded_share(self) -> float:
+        """Excluded / raw trials; NaN without trials."""
+        return self.excluded / self.trials if self.trials else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class RawTotals:
+    """The trials of one treatment, or of one task under one treatment, on the raw set and pooled (every
+    trial weighs the same): the plain counts of summary.md, beside the per-task statistics."""
+
+    trials: int
+    passed: int
+    failed: int
+    errored: int
+    mean_score: float | None
+    """Mean weighted score of the scored trials that have one; None when none has."""
+    mean_duration_s: float | None
+    """Mean seconds per trial, errored ones included; None without trials."""
+
+    @property
+    def scored(self) -> int:
+        """Trials that reached a verdict; errored ones are unscored, not failed."""
+        return self.passed + self.failed
+
+    @property
+    def pass_rate(self) -> float | None:
+        """passed / scored; None when nothing was scored."""
+        return self.passed / self.scored if self.scored else None
+
+
+@dataclass(frozen=True, slots=True)
+class PassK:
+    """pass@k and pass^k (both forms) of one treatment at one k: means over tasks with intervals."""
+
+    k: int
+    pass_at_k: Estimate
+    """At least one of k trials passes (HumanEval's unbiased estimator per task, then the task mean)."""
+    pass_hat_k: Estimate
+    """All k trials pass, unbiased C(c,k)/C(n,k) per task (tau-bench)."""
+    pass_hat_k_observed: Estimate
+    """The seed's observed pass^k per task: 1 when every scored trial passed, else 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """Tokens and cost on the analysis set. Only trials whose agent reported telemetry count: an agent
+    without telemetry has unknown tokens (N/A), not zero."""
+
+    trials: int
+    """Trials in the set (the denominator of the reporting shares)."""
+    token_trials: int
+    """Trials that reported token usage; the token sums and means cover these only."""
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    cost_trials: int
+    """Trials that reported a cost; ``cost_usd`` and ``mean_cost_usd`` cover these only."""
+    cost_usd: float | None
+    """Total cost in USD; None when no trial reported one."""
+    passed: int
+    """Passed trials in the set, for ``cost_per_pass_usd``."""
+
+    @property
+    def mean_cost_usd(self) -> float | None:
+        return self.cost_usd / self.cost_trials if self.cost_usd is not None and self.cost_trials else None
+
+    @property
+    def cost_per_pass_usd(self) -> float | None:
+        """Total cost over passed trials (the price of one success); None without cost or passes."""
+        return self.cost_usd / self.passed if self.cost_usd is not None and self.passed else None
+
+    def mean_tokens(self, kind: str) -> float | None:
+        """Mean per reporting trial of "input", "output", "cache_read" or "cache_write" tokens."""
+        total: int = getattr(self, f"{kind}_tokens")
+        return total / self.token_trials if self.token_trials else None
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Wall-clock seconds per trial on the analysis set; every figure None without trials."""
+
+    trials: int
+    total_s: float
+    mean_s: float | None
+    median_s: float | None
+    p90_s: float | None
+    """90th percentile (nearest-rank): the slow tail that decides CI time."""
+    max_s: float | None
+    phases: Mapping[str, float]
+    """Mean seconds per phase (workspace_s, agent_s, validation_s, scoring_s, ...) over trials having it."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreatmentReport:
+    """Everything about one treatment."""
+
+    name: str
+    is_baseline: bool
+    counts: Counts
+    """Raw-set counts, with the noise categories."""
+    analysis: TreatmentStats
+    """Analysis-set statistics (``pass_rate``, ``mean_score``, pass@k maps, ``pooled`` Wilson, per-task
+    summaries); its k plan is the one shared by all treatments (``Analysis.plan``)."""
+    raw: TreatmentStats
+    """The same on the raw set (excluded trials kept), for the sensitivity section."""
+    passk: tuple[PassK, ...]
+    """One row per k of ``Analysis.plan.ks`` (analysis set)."""
+    spend: Spend
+    runtime: Runtime
+    totals: RawTotals
+    """Pooled raw-set totals (summary.md's "By treatment")."""
+
+    @property
+    def pass_rate_shift(self) -> float:
+        """Analysis minus raw mean pass rate (the sensitivity to excluding noise); NaN when either is."""
+        return self.analysis.pass_rate.mean - self.raw.pass_rate.mean
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One task under one treatment. Statistics use the analysis set; ``links`` list every trial."""
+
+    task: str
+    treatment: str
+    trials: int
+    """Trials in the analysis set (excluded ones removed)."""
+    scored: int
+    """Analysis trials with a verdict (n of pass@k)."""
+    passed: int
+    """c of pass@k."""
+    pass_rate: float
+    """passed / scored; NaN when nothing was scored."""
+    wilson: Rate
+    """Wilson interval of the pass rate over this cell's trials."""
+    mean_score: float
+    """Mean weighted score of scored trials; NaN when none has a score."""
+    excluded: int
+    flagged: int
+    pass_at_k: Mapping[int, float]
+    """Per k of the shared plan; NaN when the cell has fewer than k scored trials."""
+    pass_hat_k: Mapping[int, float]
+    pass_hat_k_observed: Mapping[int, float]
+    mean_duration_s: float | None
+    mean_cost_usd: float | None
+    links: tuple[TrialLink, ...]
+    """Every trial of the cell, excluded ones too, sorted by (experiment, trial, case id)."""
+    totals: RawTotals
+    """Pooled raw-set totals of the cell (summary.md's task x treatment table)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionStats:
+    """One rubric dimension under one treatment, over analysis trials where it applied (N/A left out)."""
+
+    dimension: str
+    treatment: str
+    n: int
+    """Trials where the dimension was scored."""
+    not_applicable: int
+    """Scored trials where the dimension was N/A."""
+    mean: float
+    """Mean over trials (descriptive); NaN when n == 0."""
+    sd: float
+    """Standard deviation over trials; NaN below two."""
+    pass_share: float
+    """Share of trials with full marks (score >= 1: every check of the dimension passed); NaN when n == 0."""
+    difference: PairedComparison | Insufficient | None
+    """Treatment minus baseline of per-task dimension means, paired over tasks, with interval and p;
+    None for the baseline itself (and when there is no baseline). Above 16 tasks its p-value comes from
+    2,000 Monte Carlo sign patterns (descriptive; verdicts use 20,000)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionWeight:
+    """The weight a profile gives a dimension, and its share of the profile's total weight."""
+
+    dimension: str
+    profile: str
+    weight: float
+    share: float
+
+
+@dataclass(frozen=True, slots=True)
+class FailureCause:
+    """Why analysis-set trials of one treatment failed or errored: one row per (kind, name)."""
+
+    treatment: str
+    kind: str
+    """"hard_failure" (rubric), "check" (a failed validation check), "error" (errored trial, by error
+    type) or "unexplained" (failed with no failed check or hard failure recorded)."""
+    name: str
+    trials: int
+    examples: tuple[str, ...]
+    """Up to five case ids, for finding the trials."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRow:
+    """One judge dimension under one treatment (analysis set)."""
+
+    treatment: str
+    dimension: str
+    n: int
+    mean: float
+    sd: float
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeOverlay:
+    """LLM-judge scores shown beside the rule-based scores, never replacing them. Judge dimensions are
+    the record dimensions marked ``"source": "judge"``; they are left out of the rubric tables."""
+
+    dimensions: tuple[str, ...]
+    rows: tuple[JudgeRow, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TreatmentVerdict:
+    """The answer for one treatment against the baseline (the rules: scaffold.reports.verdicts)."""
+
+    treatment: str
+    baseline: str
+    label: Label
+    reason: str
+    """One sentence with the figures that decided the label."""
+    pass_rate: PairedComparison | Insufficient
+    """Paired per-task pass-rate comparison on the analysis set (decides the label)."""
+    score: PairedComparison | Insufficient
+    """Paired per-task mean weighted score comparison on the analysis set (reported beside it)."""
+    raw_label: Label
+    """The label the raw set would give (excluded trials kept)."""
+    strict_label: Label
+    """The label the strict set would give (flagged trials dropped too)."""
+    power: SampleSize | None
+    """Tasks needed to detect ``Analysis.effect`` at ``alpha`` and power 0.8, from the observed spread
+    of per-task differences; None when there was no comparison."""
+
+    @property
+    def decisive(self) -> bool:
+        return self.label in ("improvement", "regression")
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """Everything the reports show, aggregated. Treatments are listed baseline first, then by name."""
+
+    baseline: str
+    baseline_found: bool
+    """False when no record has the baseline treatment: every verdict is then "Insufficient clean data"
+    and ``notes`` says which treatments exist."""
+    treatments: tuple[str, ...]
+    tasks: tuple[str, ...]
+    """All tasks of the raw set, sorted."""
+    experiments: tuple[str, ...]
+    """Experiment ids the records came from, sorted (more than one after merging shards)."""
+    counts: Counts
+    """Raw-set counts over all treatments."""
+    plan: KPlan
+    """The ks reported (shared by all treatments, analysis set) and why k was clamped, if it was."""
+    reports: tuple[TreatmentReport, ...]
+    """One per treatment, in ``treatments`` order."""
+    cells: Mapping[tuple[str, str], Cell]
+    """(task, treatment) -> Cell, for every pair with at least one trial (raw set)."""
+    verdicts: tuple[TreatmentVerdict, ...]
+    """One per treatment other than the baseline, in ``treatments`` order."""
+    dimensions: tuple[str, ...]
+    """Rubric dimension names in rubric order (judge dimensions excluded)."""
+    dimension_stats: tuple[DimensionStats, ...]
+    """One per (dimension, treatment) in ``dimensions`` x ``treatments`` order."""
+    weights: tuple[DimensionWeight, ...]
+    """Dimension weights per profile, sorted by (profile, dimension)."""
+    excluded: tuple[TrialLink, ...]
+    """Excluded trials (left out of the analysis set) with reason and evidence."""
+    flagged: tuple[TrialLink, ...]
+    """Flagged trials (kept, but suspect) with reason and evidence."""
+    failures: tuple[FailureCause, ...]
+    """Failure attribution on the analysis set, sorted by treatment then most trials first."""
+    judge: JudgeOverlay | None
+    """None when no record carries judge dimensions."""
+    trials: tuple[TrialLink, ...]
+    """Every trial of the raw set, sorted by (task, treatment, trial, experiment, case id)."""
+    problems: tuple[str, ...]
+    """Messages about records that could not be read (passed in by the loader)."""
+    notes: tuple[str, ...]
+    """Plain sentences the reports must show (missing baseline, ...)."""
+    alpha: float
+    effect: float
+    """Difference (pass-rate points as a fraction) the power figures are computed for."""
+
+    def report(self, treatment: str) -> TreatmentReport:
+        """The report of *treatment*; KeyError naming the known treatments when absent."""
+        for r in self.reports:
+            if r.name == treatment:
+                return r
+        raise KeyError(f"no treatment {treatment!r} in these records (known: {', '.join(self.treatments) or 'none'})")
+
+    def verdict(self, treatment: str) -> TreatmentVerdict | None:
+        """The verdict of *treatment* against the baseline; None for the baseline or an unknown name."""
+        return next((v for v in self.verdicts if v.treatment == treatment), None)
+
+    def dimension(self, name: str, treatment: str) -> DimensionStats | None:
+        return next((d for d in self.dimension_stats if d.dimension == name and d.treatment == treatment), None)

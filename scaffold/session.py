@@ -1,0 +1,224 @@
+"""One harness session: everything a run resolves before its first trial, the same for pytest and ``comet``.
+
+The pytest plugin (a session per pytest process: the controller and each xdist worker) and every
+``comet`` command build a :class:`HarnessSession` from :class:`Options` and ask it for what they need:
+the catalogs, the cases, the agent, the experiment, the runner with its backend, the report settings.
+So the defaults are decided here once:
+
+* tasks folders: those given (``--tasks-dir``, ``comet tasks list DIR``...), else ``<root>/local/tasks``.
+  Folders given *replace* the default: ``--tasks-dir ~/terminal-bench-2`` runs those tasks, not the
+  built-in ones as well (pass ``--tasks-dir local/tasks`` too for both);
+* treatments folders: those given, else the ``treatments/`` folder beside each tasks folder (for the
+  default, ``<root>/local/treatments``);
+* experiments under ``<root>/local/logs`` unless ``--logs-dir``; workspaces under ``$TMPDIR/comet-eval``;
+* the backend's network policy from what the agent must reach (scaffold.workspaces.base.AgentNetwork).
+
+Everything is made on first use and kept: a session that never runs a trial never creates a backend,
+and one that never compares never parses a gate. Problems are CometErrors naming what to fix; the
+plugin turns them into pytest usage errors, the CLI into exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaffold.agents import Agent, create_agent
+from scaffold.cases import Broken, Case, parse_list, select_cases
+from scaffold.errors import SelectionError
+from scaffold.experiment import Experiment, new_experiment_id
+from scaffold.reports.config import ReportOutputs, resolve_outputs
+from scaffold.reports.gates import Gate, parse_gate
+from scaffold.tasks import TaskCatalog, load_catalog
+from scaffold.treatments import (
+    CONTROL,
+    DYNAMIC_SKILL,
+    TreatmentCatalog,
+    dynamic_treatment,
+    load_treatments,
+    parse_skill_bases,
+)
+from scaffold.trial import KeepPolicy, Runner, Settings
+from scaffold.workspaces.backends import create_backend
+
+__all__ = ["HarnessSession", "Options", "default_workspace_root", "task_folders", "treatment_folders"]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a user chose for a session, from pytest's options or a ``comet`` command's flags."""
+
+    root: Path
+    """The project folder: pytest's rootdir, or the current folder for ``comet``."""
+    tasks_dirs: tuple[Path, ...] = ()
+    treatments_dirs: tuple[Path, ...] = ()
+    skill_bases: tuple[str, ...] = ()
+    """``NAME=DIR`` snapshot folders for treatment entries with ``base: NAME``."""
+    skill_path: Path | None = None
+    """A skill folder to evaluate as treatment DYNAMIC_SKILL, beside CONTROL."""
+    skill_name: str | None = None
+    tasks: tuple[str, ...] = ()
+    """Task patterns (comma lists, trailing ``*`` prefixes); empty: every task."""
+    treatments: tuple[str, ...] = ()
+    """Treatment patterns; empty: each task's default_treatments."""
+    count: int = 1
+    agent: str = "oracle"
+    model: str | None = None
+    base_url: str | None = None
+    backend: str = "local"
+    profile: str | None = None
+    keep_workspaces: KeepPolicy = "failed"
+    rerun_errors: bool = False
+    experiment_id: str | None = None
+    """The experiment to write to (an existing one is resumed); None: a new id."""
+    logs_dir: Path | None = None
+    workspace_root: Path | None = None
+    baseline: str = CONTROL
+    gates: tuple[str, ...] = ()
+    html: bool = False
+    report_config: Path | None = None
+
+
+def task_folders(root: Path, given: Sequence[Path] = ()) -> list[Path]:
+    """The tasks folders of a session: those *given*, else ``<root>/local/tasks`` (which may not exist)."""
+    if given:
+        return [Path(p).absolute() for p in given]
+    return [root / "local" / "tasks"]
+
+
+def treatment_folders(tasks: Sequence[Path], given: Sequence[Path] = ()) -> list[Path]:
+    """The treatments folders: those *given*, else the ``treatments/`` folder beside each tasks folder."""
+    if given:
+        return [Path(p).absolute() for p in given]
+    found = [folder.parent / "treatments" for folder in tasks]
+    return list(dict.fromkeys(folder for folder in found if folder.is_dir()))
+
+
+def default_workspace_root() -> Path:
+    return Path(tempfile.gettempdir()) / "comet-eval"
+
+
+class HarnessSession:
+    """The resolved state of one session (see the module docstring). *experiment_id* is the id a
+    pytest-xdist controller handed its workers: every process of a session writes one experiment."""
+
+    def __init__(
+        self, options: Options, *, experiment_id: str | None = None, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.options = options
+        self._environ = os.environ if environ is None else environ
+        self._experiment_id = experiment_id
+        self._catalogs: tuple[TaskCatalog, TreatmentCatalog] | None = None
+        self._cases: list[Case | Broken] | None = None
+        self._agent: Agent | None = None
+        self._experiment: Experiment | None = None
+        self._gates: tuple[Gate, ...] | None = None
+        self._outputs: ReportOutputs | None = None
+
+    # -- what to run
+
+    def task_folders(self) -> list[Path]:
+        return task_folders(self.options.root, self.options.tasks_dirs)
+
+    def catalogs(self) -> tuple[TaskCatalog, TreatmentCatalog]:
+        """The tasks and treatments; SelectionError when there is no tasks folder at all. Broken tasks are
+        not errors here: each becomes one failing case that shows its problems."""
+        if self._catalogs is None:
+            options = self.options
+            tasks_dirs = self.task_folders()
+            if not options.tasks_dirs and not tasks_dirs[0].is_dir():
+                raise SelectionError(
+                    f"no tasks: {tasks_dirs[0]} does not exist; name a tasks folder "
+                    "(pytest: --tasks-dir DIR; comet tasks list|check DIR)"
+                )
+            tasks = load_catalog(tasks_dirs)
+            treatments = load_treatments(
+                treatment_folders(tasks_dirs, options.treatments_dirs),
+                skill_bases=parse_skill_bases(options.skill_bases),
+            )
+            if options.skill_path is not None:
+                treatments = treatments.with_treatment(dynamic_treatment(options.skill_path, options.skill_name))
+            self._catalogs = (tasks, treatments)
+        return self._catalogs
+
+    def cases(self) -> list[Case | Broken]:
+        """Every case to run, sorted: the same list in every process of the session."""
+        if self._cases is None:
+            tasks, treatments = self.catalogs()
+            options = self.options
+            self._cases = select_cases(
+                tasks,
+                treatments,
+                task_patterns=parse_list(options.tasks),
+                treatment_patterns=parse_list(options.treatments),
+                count=options.count,
+                extra_treatments=[CONTROL, DYNAMIC_SKILL] if options.skill_path is not None else [],
+            )
+        return self._cases
+
+    # -- how to run it
+
+    def agent(self) -> Agent:
+        """The agent, with its credentials resolved: an unknown agent or a missing credential fails here,
+        before any workspace exists."""
+        if self._agent is None:
+            options = self.options
+            self._agent = create_agent(options.agent, model=options.model, base_url=options.base_url)
+        return self._agent
+
+    def experiment_id(self) -> str:
+        """The experiment of this session: the one handed over, the one asked for, or a new id (made once)."""
+        if self._experiment_id is None:
+            self._experiment_id = self.options.experiment_id or new_experiment_id()
+        return self._experiment_id
+
+    def experiment(self) -> Experiment:
+        if self._experiment is None:
+            logs = self.options.logs_dir or self.options.root / "local" / "logs"
+            self._experiment = Experiment.under(logs, self.experiment_id())
+        return self._experiment
+
+    def settings(self) -> Settings:
+        options = self.options
+        return Settings(
+            backend=options.backend,
+            agent=options.agent,
+            profile=options.profile,
+            model=options.model,
+            keep_workspaces=options.keep_workspaces,
+            rerun_errors=options.rerun_errors,
+        )
+
+    def open_runner(self, worker: str = "main") -> Runner:
+        """The trial runner of this process, with a new backend whose network policy follows the agent's
+        needs; the caller closes ``runner.backend`` when the session ends."""
+        tasks, treatments = self.catalogs()
+        agent = self.agent()
+        root = self.options.workspace_root or default_workspace_root()
+        backend = create_backend(
+            self.options.backend, workspace_root=root.absolute(), network=agent.network, agent_install=agent.install
+        )
+        return Runner(tasks, treatments, self.experiment(), self.settings(), backend, agent, worker=worker)
+
+    # -- what to make of it
+
+    def gates(self) -> tuple[Gate, ...]:
+        """The ``--gate`` expressions, parsed (a bad one is a GateError before any trial runs)."""
+        if self._gates is None:
+            self._gates = tuple(parse_gate(expression) for expression in self.options.gates)
+        return self._gates
+
+    def outputs(self) -> ReportOutputs:
+        """Which reports to write: ``--html``, ``--report-config``, ``$COMET_EVAL_REPORT_CONFIG``."""
+        if self._outputs is None:
+            config = self.options.report_config
+            self._outputs = resolve_outputs(html=self.options.html, config_file=config, environ=self._environ)
+        return self._outputs
+
+    def observes(self, treatment: str) -> bool:
+        """Whether trials of *treatment* are observed, not tested: the baseline's, in a session without
+        gates (their failures are reported as expected failures and do not fail the session)."""
+        return treatment == self.options.baseline and not self.gates()

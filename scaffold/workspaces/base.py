@@ -1,0 +1,172 @@
+"""The contracts of a workspace backend: what the trial runner, the agents and validation may use.
+
+Every member a caller uses is declared here, so a new backend (Kubernetes, a remote pool) knows what it
+must provide and nothing is found by probing. Two values travel from the agent to the backend: how its
+program gets into a workspace (:class:`InstallSpec`) and what it must reach over the network
+(:class:`AgentNetwork`); one from the task to the workspace: how validation takes over from the agent
+(:class:`ValidationPolicy`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal, Protocol
+from urllib.parse import urlsplit
+
+from scaffold.process_output import ProcessResult
+from scaffold.tasks import Task
+
+__all__ = [
+    "NO_NETWORK",
+    "AgentNetwork",
+    "Backend",
+    "InstallSpec",
+    "ValidationPolicy",
+    "Workspace",
+    "endpoint_of",
+]
+
+
+class ValidationPolicy(enum.Enum):
+    """How the validation phase takes over a workspace from the agent (``Workspace.begin_validation``)."""
+
+    STRICT = "strict"
+    """Before any validation file goes in: every process the agent started has ended, and the commands
+    of the validation phase reach no network. The default: what the agent did can be checked, but not
+    changed any more, and validation cannot be influenced from outside."""
+    SHARED = "shared"
+    """The agent's processes and network stay: validation runs beside them, as Harbor-format verifiers
+    expect (a service the agent started is part of what they test)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSpec:
+    """How an agent's program gets into a workspace. ``kind`` npm or pip installs ``package==version``
+    (offline-safe: from the package registries only, into a host cache that is mounted or copied in);
+    ``none`` means the executable is already in the image or on PATH. ``executable`` is what runs."""
+
+    kind: Literal["npm", "pip", "none"]
+    executable: str
+    package: str | None = None
+    version: str | None = None
+
+    @property
+    def key(self) -> str:
+        """A stable identity for caches and image tags: ``npm:@anthropic-ai/claude-code@2.1.112``."""
+        if self.kind == "none":
+            return f"none:{self.executable}"
+        return f"{self.kind}:{self.package}@{self.version or 'latest'}"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNetwork:
+    """What an agent's process must reach while it works (validation reaches nothing under STRICT)."""
+
+    enabled: bool = False
+    """The agent calls a model endpoint: its workspace needs a network in the agent's phase."""
+    on_this_machine: bool = False
+    """The endpoint is served on this machine's loopback: a container then reaches this machine only."""
+    endpoints: tuple[str, ...] = ()
+    """``host:port`` of every endpoint it may reach (its base URL, else its provider's API); empty when
+    not known, and then a container gets open egress rather than only those endpoints."""
+
+
+NO_NETWORK: Final = AgentNetwork()
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def endpoint_of(url: str) -> str:
+    """``host:port`` of a URL (the scheme's default port when none is written), lower-cased."""
+    parts = urlsplit(url if "://" in url else f"https://{url}")
+    if not parts.hostname:
+        raise ValueError(f"{url!r} has no host")
+    port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 443)
+    return f"{parts.hostname.lower()}:{port}"
+
+
+class Workspace(Protocol):
+    """One trial's isolated working directory, from the agent's phase through validation."""
+
+    @property
+    def root(self) -> str:
+        """The workspace path as commands inside it see it."""
+
+    @property
+    def host_path(self) -> Path | None:
+        """Where the files live on this machine, when they do (kept workspaces are shown there)."""
+
+    @property
+    def python(self) -> str:
+        """The Python interpreter that validation scripts run with."""
+
+    @property
+    def validation_pythonpath(self) -> str | None:
+        """Where commands of this workspace can import the validation helpers (scaffold.workspaces.layout)
+        from a folder the backend shares between trials; None: they are written into the workspace."""
+
+    @property
+    def host_address(self) -> str | None:
+        """This machine's address as the workspace's commands see it, to reach a model endpoint served on
+        this machine's loopback (a container's gateway); None when loopback reaches it as it is, or when
+        the workspace has no network. An endpoint reached this way must listen on that address too."""
+
+    def host_visible(self, path: Path) -> str | None:
+        """Where commands in this workspace can read the host folder *path* in place, or None.
+
+        Lets the oracle run a task's solution without copying it in when the workspace shares the
+        host's file system (the local backend); a container cannot see host folders it has no mount of.
+        """
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str],
+        stdout_path: Path,
+        stderr_path: Path,
+    ) -> ProcessResult:
+        """Run a command with the workspace as working directory; output to host files."""
+
+    def put(self, source: Path, dest: str) -> None:
+        """Copy a host file or folder (complete, with modes) to *dest* relative to the root."""
+
+    def write_text(self, dest: str, text: str) -> None:
+        """Write *text* (UTF-8) to *dest* relative to the root, creating folders."""
+
+    def read_text(self, rel: str) -> str | None:
+        """A file's text, or None when it does not exist."""
+
+    def glob(self, pattern: str) -> list[str]:
+        """Workspace-relative POSIX paths matching *pattern*, sorted."""
+
+    def remove(self, rel: str) -> None:
+        """Delete a file or folder if present."""
+
+    def begin_validation(self, policy: ValidationPolicy) -> None:
+        """End the agent's phase as *policy* says; the trial runner calls it once, after the agent and
+        before anything of validation (artifact checks, copying the validation files in) happens."""
+
+
+class Backend(Protocol):
+    """Makes and ends workspaces of one kind; one per session (and per pytest-xdist worker)."""
+
+    @property
+    def name(self) -> str:
+        """``local``, ``docker``: recorded in each trial's configuration."""
+
+    def prepare(self, task: Task) -> None:
+        """Build what every trial of *task* needs (an image); once per session."""
+
+    def create(self, task: Task, trial_key: str) -> Workspace:
+        """A fresh workspace holding the task's environment files."""
+
+    def destroy(self, workspace: Workspace, *, keep: bool) -> None:
+        """End the workspace; keep its files for inspection when *keep*."""
+
+    def close(self) -> None:
+        """Release everything the backend still holds (called at session end, also on errors)."""

@@ -1,0 +1,500 @@
+"""The ``docker`` backend: one image per task, one container per trial, commands inside it.
+
+Two ways for the trial's files to reach the container, decided once per session:
+
+* **bind mode** (an engine on this machine, the default): a fresh host folder, as with the local
+  backend, bind-mounted at ``/workspace``; copying in and out never goes through the engine;
+* **copy mode** (a remote engine, or ``COMET_DOCKER_COPY=1``): the folder lives in a per-trial volume
+  of the engine, files go in and out as tar archives (:mod:`.copy_mode`), and a kept workspace is
+  copied out to the same host folder before the container goes.
+
+The container's main process is a small shell (the keeper, :mod:`.keeper`) under Docker's init. In bind
+mode it starts the trial's commands itself (~50 ms less per command than an ``exec``); in copy mode, or
+whenever it cannot, a command is an ``exec`` (:mod:`.exec`). Either way the output goes to host files
+while the command runs, and there is a time limit.
+
+Decisions, each explained where it is implemented:
+
+* agent CLIs are installed once on the host and mounted read-only; in copy mode, copied once per
+  engine into a volume mounted read-only (:mod:`.agent_layer`);
+* the agent's container joins the network its endpoint needs, and only that (:mod:`.network`);
+* a command's whole process tree is killed inside the container by an environment marker, also when
+  it exits normally (the wrapper of :mod:`.exec`, also for the keeper's commands);
+* validation (strict) runs in the agent's container once the keeper has ended every other process and
+  the container has left its network (:meth:`DockerBackend.begin_validation`);
+* containers are removed in a background thread; labels name their session, and whatever a dead
+  session left is swept (:mod:`.sessions`).
+
+Only the Docker SDK talks to the engine (:mod:`.engine`: ``DOCKER_HOST`` is respected).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sys
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from scaffold.errors import WorkspaceError
+from scaffold.tasks import Task
+from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
+from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent
+from scaffold.workspaces.docker.base_image import BASE_TAG
+from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees
+from scaffold.workspaces.docker.egress import Refusal
+from scaffold.workspaces.docker.engine import connect, file_lock, image_id, state_dir
+from scaffold.workspaces.docker.exec import quick_exec
+from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, task_image_tag
+from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper
+from scaffold.workspaces.docker.network import AgentNetworking
+from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
+from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
+from scaffold.workspaces.files import fresh_copy, remove_empty_parents
+
+__all__ = ["DockerBackend"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Image:
+    tag: str
+    path: str  # the image's PATH, to put agent bin folders in front of
+
+
+def _direct(api: Any) -> Any:
+    """Stop *api* from looking HTTP proxies up in the environment on every request (requests does, unless
+    told not to: ~1 ms of CPU per call, a dozen calls per trial) when the engine is reached through a
+    unix socket, a named pipe or ssh (``http+docker://`` URLs), which never go through a proxy."""
+    if str(api.base_url).startswith("http+docker://"):
+        api.trust_env = False
+    return api
+
+
+class DockerBackend:
+    """Workspaces in Docker containers. *network*: the agent's container gets a network (to reach a model
+    endpoint); otherwise, and always for validation, it has no network at all. *network_scope* ``host``
+    puts it on an internal network whose only reachable peer is this machine (its gateway), for a model
+    endpoint served here; ``internet`` is for a provider elsewhere: with *egress* (its ``host:port``
+    endpoints) the container goes on that internal network too and reaches those endpoints through the
+    egress proxy only (:mod:`.network`); without, it gets the default bridge. *copy*: force copy mode
+    (True) or bind mode (False); None reads ``COMET_DOCKER_COPY``, else asks the engine.
+
+    It is the :class:`~scaffold.workspaces.docker.workspace.ContainerHost` of its workspaces: the public
+    members below the contract's line are what a DockerWorkspace asks of it."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        workspace_root: Path,
+        *,
+        network: bool = False,
+        network_scope: Literal["host", "internet"] = "internet",
+        agent_install: InstallSpec | None = None,
+        base_image: str = BASE_TAG,
+        build_timeout: float = DEFAULT_BUILD_TIMEOUT_S,
+        agent_cache: Path | None = None,
+        copy: bool | None = None,
+        egress: Sequence[str] = (),
+    ) -> None:
+        self.workspace_root = workspace_root
+        self.network = network
+        self._agent_install = agent_install
+        self._agent_cache = agent_cache
+        self.base_image = base_image
+        self.build_timeout = build_timeout
+        self.copy_mode: bool | None = copy if copy is not None else copy_from_env()
+        self._copy_decided = copy is not None
+        self.client = connect()
+        """The engine's high-level client (``docker.DockerClient``)."""
+        self._api = _direct(self.client.api)  # the low-level client: one request per call, no model inspects
+        self._stream_client: Any = None
+        self.networking = AgentNetworking(self.client, self._api, scope=network_scope, endpoints=egress)
+        self.session = Session.current()
+        self._images: dict[str, _Image] = {}
+        self._failed: dict[str, WorkspaceError] = {}
+        self._agent: AgentMount | None = None
+        self._agent_ready = False
+        self._agent_volume: str | None = None
+        self.keeper_commands = True
+        """Commands go through the keeper (bind mode) until that proves impossible on this engine."""
+        self._workspaces: list[DockerWorkspace] = []
+        self._reaper = Reaper(lambda: _direct(connect().api))
+        self._cpus = float(self.client.info().get("NCPU") or os.cpu_count() or 1)
+        with contextlib.suppress(WorkspaceError):  # a container that resists removal must not stop the run
+            sweep(self.client)
+        atexit.register(self._remove_session_objects)
+
+    @property
+    def egress(self) -> tuple[str, ...]:
+        """The endpoints an agent's container reaches through the egress proxy; empty without a proxy."""
+        return self.networking.egress
+
+    @property
+    def network_name(self) -> str:
+        """The network an agent's container joins (``bridge`` or the host-only network)."""
+        return self.networking.name
+
+    @property
+    def egress_refusals(self) -> list[Refusal]:
+        """Connections the egress proxy refused so far (targets other than the model endpoint)."""
+        return self.networking.refusals
+
+    @property
+    def _pythonpath(self) -> tuple[str, ...]:
+        return self._agent.pythonpath if self._agent else ()
+
+    # -- what a DockerWorkspace asks of its backend (ContainerHost)
+
+    @property
+    def api(self) -> Any:
+        return self._api
+
+    def stream_api(self) -> Any:
+        """The low-level client for exec output streams: no read timeout (a command may be silent)."""
+        if self._stream_client is None:
+            self._stream_client = _direct(connect(timeout=None).api)
+        return self._stream_client
+
+    def keeper_cannot_run(self) -> None:
+        self.keeper_commands = False
+
+    def gateway(self, workspace: DockerWorkspace) -> str | None:
+        return self.networking.gateway(str(workspace.container_id))
+
+    def command_env(self, workspace: DockerWorkspace, env: Mapping[str, str]) -> dict[str, str]:
+        full = dict(env)
+        if workspace.phase == "agent":
+            if self._pythonpath:
+                full["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), *self._pythonpath])
+        elif "PATH" not in env:  # validation: the agent's bin folders leave PATH (the mount stays, read-only)
+            full["PATH"] = self._images[workspace.task.name].path
+        return full
+
+    # -- images
+
+    def prepare(self, task: Task) -> None:
+        """Build (or reuse) the task's image, decide bind or copy mode, install the agent CLI; once each."""
+        if task.name in self._failed:  # a broken build fails every trial at once, not after another build
+            raise self._failed[task.name]
+        if task.name not in self._images:
+            try:
+                self._images[task.name] = self._task_image(task)
+            except WorkspaceError as exc:
+                self._failed[task.name] = exc
+                raise
+        image = self._images[task.name].tag
+        if not self._copy_decided:
+            self.copy_mode = self.copy_mode if self.copy_mode is not None else not self._engine_sees_host(image)
+            self._copy_decided = True
+        if not self._agent_ready and self._agent_install is not None:
+            self._agent = install_agent(self._agent_install, cache_root=self._agent_cache)
+            if self._agent is not None and self.copy_mode:
+                self._agent_volume = agent_volume(self._api, self._agent, image)
+            self._agent_ready = True
+
+    def image_tag(self, task: Task) -> str:
+        """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key."""
+        base = image_id(self.client, self.base_image)
+        agent = self._agent_install.key if self._agent_install else "none"
+        extra = {"base": base or f"missing:{self.base_image}", "agent": agent}
+        return task_image_tag(task.name, task.environment_dir, self._dockerfile(task), extra)
+
+    def _dockerfile(self, task: Task) -> Path:
+        return task.root / task.spec.environment.dockerfile
+
+    def _task_image(self, task: Task) -> _Image:
+        tag = self.image_tag(task)
+        safe = tag.replace("/", "_").replace(":", "_")
+        with file_lock(f"image-{safe}"):
+            if image_id(self.client, tag) is None:
+                log_path = state_dir() / "builds" / f"{safe}.log"
+                try:
+                    build_image(
+                        context=task.environment_dir,
+                        dockerfile=self._dockerfile(task),
+                        tag=tag,
+                        buildargs={"BASE_IMAGE": self.base_image},
+                        labels={**OWNER, f"{LABEL}.task": task.name},
+                        timeout=self.build_timeout,
+                        log_path=log_path,
+                    )
+                except WorkspaceError as exc:
+                    hint = ""
+                    if image_id(self.client, self.base_image) is None:
+                        hint = (
+                            f"\n(the base image {self.base_image} is missing: build it with `comet images build-base`)"
+                        )
+                    raise WorkspaceError(f"task {task.name}: {exc}{hint}") from None
+        env = self.client.images.get(tag).attrs.get("Config", {}).get("Env") or []
+        path = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), "/usr/local/bin:/usr/bin:/bin")
+        return _Image(tag, path)
+
+    def _engine_sees_host(self, image: str) -> bool:
+        """Whether the engine can bind-mount this machine's folders (else: copy mode), asked with a new,
+        uniquely named folder. ~20 ms, once per session."""
+        probe = (self.workspace_root / f".comet-probe-{uuid.uuid4().hex[:12]}").absolute()
+        probe.mkdir(parents=True)
+        try:
+            return self._engine_sees(probe, image)
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+            remove_empty_parents(self.workspace_root, self.workspace_root.parent)
+
+    def _engine_sees(self, folder: Path, image: str) -> bool:
+        labels = {**OWNER, **self.session.labels(), f"{LABEL}.phase": "probe"}
+        return engine_sees(self._api, folder, image, labels)
+
+    # -- containers
+
+    def create(self, task: Task, trial_key: str, *, network: bool | None = None) -> DockerWorkspace:
+        self.prepare(task)
+        copy = bool(self.copy_mode)
+        path = self.workspace_root / trial_key
+        workspace = DockerWorkspace(
+            self, task, trial_key, path, network=self.network if network is None else network, copy=copy
+        )
+        try:
+            if copy:
+                shutil.rmtree(path, ignore_errors=True)  # a copy kept by an earlier run: not this trial's
+                workspace.volume = self._create_volume(workspace)
+                assert isinstance(workspace.files, ContainerFiles)
+                workspace.files.seed(task.environment_dir)  # queued: goes in with the first command
+            else:
+                fresh_copy(task.environment_dir, path)
+                workspace.control = self.workspace_root / ".comet-ctl" / uuid.uuid4().hex
+                workspace.control.mkdir(parents=True)
+            self._start(workspace, phase="agent")
+        except BaseException:
+            if workspace.volume is not None:
+                remove_volume(self._api, workspace.volume)
+            shutil.rmtree(path, ignore_errors=True)
+            self._remove_control(workspace)
+            raise
+        self._workspaces.append(workspace)
+        return workspace
+
+    def _labels(self, workspace: DockerWorkspace, phase: str) -> dict[str, str]:
+        return {
+            **OWNER,
+            **self.session.labels(),
+            f"{LABEL}.experiment": workspace.trial_key.split("/", 1)[0],
+            f"{LABEL}.trial": workspace.trial_key,
+            f"{LABEL}.task": workspace.task.name,
+            f"{LABEL}.phase": phase,
+        }
+
+    def _name(self, workspace: DockerWorkspace, kind: str) -> str:
+        slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", workspace.trial_key).strip("-.")[:80]
+        return f"comet-{slug}-{kind}-{uuid.uuid4().hex[:6]}"
+
+    def _create_volume(self, workspace: DockerWorkspace) -> str:
+        name = self._name(workspace, "ws")
+        try:
+            self._api.create_volume(name, labels=self._labels(workspace, "workspace"))
+        except Exception as exc:
+            raise WorkspaceError(f"cannot create the volume of {workspace.trial_key}: {exc}") from None
+        return name
+
+    def _start(self, workspace: DockerWorkspace, *, phase: Phase) -> None:
+        """Create and start the workspace's container (two API calls: the model is made from the create
+        response, not from an inspect). The keeper is its main process; stdin stays open for it."""
+        from docker.types import Mount
+
+        image = self._images[workspace.task.name]
+        limits = workspace.task.spec.environment
+        agent = self._agent if phase == "agent" else None
+        network = workspace.network and phase == "agent"
+        if workspace.volume is not None:
+            mounts = [Mount(ROOT, workspace.volume, type="volume", no_copy=True)]
+        else:
+            mounts = [Mount(ROOT, str(workspace.host_path.absolute()), type="bind")]
+        if workspace.control is not None:
+            mounts.append(Mount(CONTROL, str(workspace.control.absolute()), type="bind"))
+        env = {"COMET_WORKSPACE": ROOT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+        if agent is not None:
+            if self._agent_volume is not None:
+                mounts.append(Mount(agent.target, self._agent_volume, type="volume", read_only=True, no_copy=True))
+            else:
+                mounts.append(Mount(agent.target, str(agent.host), type="bind", read_only=True))
+            env["PATH"] = ":".join([*agent.bin_dirs, image.path])
+        if network:
+            env.update(self.networking.proxy_environment())
+        name = self._name(workspace, phase)
+        api = self._api
+        try:
+            config = api.create_host_config(
+                mounts=mounts,
+                network_mode=self.networking.mode() if network else "none",
+                dns_opt=self.networking.dns_options() if network else None,
+                nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
+                mem_limit=f"{limits.memory_mb}m",
+                memswap_limit=f"{limits.memory_mb}m",  # the same as the memory: no swap on top
+                pids_limit=limits.pids_limit,
+                init=True,  # reaps the orphans of killed commands
+            )
+            created = api.create_container(
+                image.tag,
+                ["/bin/sh", "-c", KEEPER_SCRIPT],
+                name=name,
+                labels=self._labels(workspace, phase),
+                working_dir=ROOT,
+                environment=env,
+                stdin_open=True,
+                host_config=config,
+            )
+        except Exception as exc:
+            raise WorkspaceError(
+                f"cannot create a container from {image.tag} for {workspace.trial_key}: {exc}"
+            ) from None
+        try:
+            api.start(created["Id"])
+        except BaseException as exc:
+            remove_container(api, created["Id"])
+            if isinstance(exc, Exception):
+                raise WorkspaceError(f"cannot start the container of {workspace.trial_key}: {exc}") from None
+            raise
+        workspace.container = self.client.containers.prepare_model({"Id": created["Id"], "Name": f"/{name}"})
+        control = workspace.control if self.keeper_commands else None
+        workspace.keeper = Keeper(self.stream_api(), created["Id"], control)
+        workspace.phase = phase
+
+    def begin_validation(self, workspace: DockerWorkspace, policy: ValidationPolicy) -> None:
+        """Turn the agent's container into the validation container, or replace it when that fails.
+
+        ``SHARED``: the container goes on as it is (processes, network); only the agent CLI leaves PATH.
+        ``STRICT``: validation runs in the same container, as in Terminal-Bench and Harbor, rather than a
+        fresh one (which cost ~250 ms to start plus ~55 ms to remove, per trial). What a fresh container
+        guaranteed still holds: (a) the keeper ends every process but the init and itself, so nothing the
+        agent started runs on (background servers, also those that shed the exec marker), before any
+        validation file is copied in; (b) a container that had the bridge leaves it (a forced
+        disconnect), so validation has no network; (c) the agent CLI leaves PATH. What differs: changes
+        the agent made outside /workspace (installed packages, /tmp, its HOME) stay visible to
+        validation, as they do with the local backend. When the keeper cannot answer or the disconnect
+        fails, the container is replaced by a fresh one on the same files, without network, as before.
+        """
+        if workspace.phase != "agent" or workspace.container is None:
+            return
+        if policy is ValidationPolicy.SHARED:
+            workspace.phase = "validation"
+            return
+        ok = workspace.keeper is not None and workspace.keeper.reset()
+        if ok and workspace.network:
+            ok = self.networking.leave(workspace.container.id)
+        if ok:
+            workspace.phase = "validation"
+        else:
+            self._replace_container(workspace, phase="validation")
+
+    def end_processes(self, workspace: DockerWorkspace) -> None:
+        """End every process of the container when not even a killer exec can start (a fork bomb at the
+        pids limit): the keeper's reset needs no new process; failing that, replace the container. A
+        container that is gone or stopped (someone removed it, or killed its main process) is an error,
+        not something to paper over with a new one."""
+        if workspace.keeper is not None and workspace.keeper.reset():
+            return
+        from docker.errors import NotFound
+
+        try:
+            state = (self._api.inspect_container(workspace.container_id).get("State") or {}).get("Status")
+        except NotFound:
+            state = "gone"
+        if state != "running":
+            raise WorkspaceError(f"cannot end the processes in the container of {workspace.host_path}: it is {state}")
+        self._replace_container(workspace, phase=workspace.phase)
+
+    def _replace_container(self, workspace: DockerWorkspace, *, phase: Phase) -> None:
+        """A fresh container on the same files (bind-mounted folder, or copy mode's volume)."""
+        if workspace.container is not None:
+            self._hand_back(workspace)
+            self._dispose(workspace, volume=False)
+        self._start(workspace, phase=phase)
+
+    def _hand_back(self, workspace: DockerWorkspace) -> None:
+        """Give files the container's root created back to the host user, so they can be removed."""
+        if os.getuid() == 0 or workspace.container is None or workspace.copy:
+            return
+        with contextlib.suppress(Exception):
+            quick_exec(self._api, workspace.container.id, ["chown", "-R", f"{os.getuid()}:{os.getgid()}", ROOT], ROOT)
+
+    def _dispose(self, workspace: DockerWorkspace, *, volume: bool) -> None:
+        """Remove the workspace's container (then its volume) in the background. Synchronously while an
+        exception propagates (Ctrl-C, a stopped worker): the process may be about to end."""
+        container_id, name = workspace.container.id, (workspace.volume if volume else None)
+        if workspace.keeper is not None:
+            workspace.keeper.close()
+        workspace.container, workspace.keeper = None, None
+
+        def job(api: Any) -> None:
+            remove_container(api, container_id)
+            if name is not None:
+                remove_volume(api, name)
+
+        if sys.exc_info()[0] is not None:
+            job(self._api)
+        else:
+            self._reaper.submit(job)
+
+    def destroy(self, workspace: Workspace, *, keep: bool) -> None:
+        assert isinstance(workspace, DockerWorkspace)
+        try:
+            if workspace.container is not None:
+                if keep and isinstance(workspace.files, ContainerFiles):
+                    self._copy_out(workspace.files)
+                self._hand_back(workspace)
+                self._dispose(workspace, volume=True)
+            elif workspace.volume is not None:
+                self._reaper.submit(lambda api: remove_volume(api, str(workspace.volume)))
+        finally:
+            if isinstance(workspace.files, ContainerFiles):
+                workspace.files.discard()
+            if workspace in self._workspaces:
+                self._workspaces.remove(workspace)
+            self._remove_control(workspace)
+            if not keep:
+                shutil.rmtree(workspace.host_path, ignore_errors=True)
+                remove_empty_parents(workspace.host_path.parent, self.workspace_root)
+
+    def _remove_control(self, workspace: DockerWorkspace) -> None:
+        if workspace.control is not None:
+            shutil.rmtree(workspace.control, ignore_errors=True)
+            remove_empty_parents(workspace.control.parent, self.workspace_root)
+
+    def drain(self) -> None:
+        """Wait until the containers and volumes handed to the background removal are gone."""
+        self._reaper.drain()
+
+    def _copy_out(self, files: ContainerFiles) -> None:
+        """Copy a kept workspace to the host. A failure must not lose the trial's record (the Runner writes
+        it after this): the folder then holds the reason instead."""
+        try:
+            files.copy_out()
+        except WorkspaceError as exc:
+            files.host_path.mkdir(parents=True, exist_ok=True)
+            (files.host_path / "COMET-COPY-FAILED.txt").write_text(f"{exc}\n", encoding="utf-8")
+
+    def _remove_session_objects(self) -> None:
+        with contextlib.suppress(Exception):
+            sweep(self.client, session=self.session.id)
+
+    def close(self) -> None:
+        """Wait for the background removals, then remove every container and volume of this session
+        (also ones a crash left untracked) and stale ones of dead sessions."""
+        atexit.unregister(self._remove_session_objects)
+        try:
+            self._reaper.close()
+            sweep(self.client, session=self.session.id)
+            sweep(self.client)
+        finally:
+            self.networking.close()
+            self._workspaces.clear()
+            remove_empty_parents(self.workspace_root, self.workspace_root.parent)
+            if self._stream_client is not None:
+                self._stream_client.close()
+            self.client.close()

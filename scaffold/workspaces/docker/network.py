@@ -1,0 +1,121 @@
+"""The agent's network in the docker backend: which network its container joins, and leaving it.
+
+Validation never has a network. The agent's container, when the agent calls a model endpoint, joins:
+
+* the internal **host-only** network (its only reachable peer is this machine, the network's gateway)
+  for an endpoint served on this machine;
+* the same host-only network with ``HTTPS_PROXY`` pointing at the egress proxy on its gateway
+  (scaffold.workspaces.docker.egress), which opens connections to the endpoint's ``host:port`` only,
+  for a provider elsewhere whose address is known;
+* the engine's default **bridge** otherwise (an unknown endpoint, or ``COMET_DOCKER_EGRESS=open`` for a
+  remote engine, where this machine cannot serve a proxy on the engine's network).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+
+from scaffold.errors import WorkspaceError
+from scaffold.workspaces.docker.egress import EgressProxy, Refusal
+from scaffold.workspaces.docker.sessions import OWNER
+
+__all__ = ["EGRESS_ENV", "HOST_ONLY_NETWORK", "AgentNetworking", "egress_mode"]
+
+HOST_ONLY_NETWORK: Final = "comet-eval-host-only"
+EGRESS_ENV: Final = "COMET_DOCKER_EGRESS"
+_PROXY_VARIABLES: Final = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")
+
+
+def egress_mode() -> Literal["proxy", "open"]:
+    """``COMET_DOCKER_EGRESS``: ``proxy`` (default) lets an agent reach only its model endpoint, through
+    the egress proxy; ``open`` gives it the engine's default bridge (for a remote engine, where this
+    machine cannot serve a proxy on the engine's network)."""
+    value = os.environ.get(EGRESS_ENV, "proxy").strip().lower() or "proxy"
+    if value not in ("proxy", "open"):
+        raise WorkspaceError(f"{EGRESS_ENV}={value!r}: use proxy (only the model endpoint) or open (any host)")
+    return "proxy" if value == "proxy" else "open"
+
+
+class AgentNetworking:
+    """The network the agents' containers of one backend join (see the module docstring)."""
+
+    def __init__(self, client: Any, api: Any, *, scope: Literal["host", "internet"], endpoints: Sequence[str]) -> None:
+        self._client = client
+        self._api = api
+        self.egress: tuple[str, ...] = tuple(endpoints) if scope == "internet" and egress_mode() == "proxy" else ()
+        """The endpoints reached through the egress proxy; empty when there is no proxy."""
+        self.host_only = scope == "host" or bool(self.egress)
+        self.name = HOST_ONLY_NETWORK if self.host_only else "bridge"
+        self._ready = not self.host_only
+        self._proxy: EgressProxy | None = None
+        self._gateway: str | None = None
+
+    def mode(self) -> str:
+        """The ``network_mode`` of an agent's container; the internal host-only network is created on first
+        use (by any session: a lost creation race just finds the winner's network)."""
+        if not self._ready:
+            import docker.errors
+
+            try:
+                self._client.networks.get(self.name)
+            except docker.errors.NotFound:
+                try:
+                    self._client.networks.create(self.name, driver="bridge", internal=True, labels=dict(OWNER))
+                except docker.errors.APIError as exc:
+                    if exc.status_code != 409:
+                        raise WorkspaceError(f"cannot create the network {self.name}: {exc}") from exc
+            self._ready = True
+        return self.name
+
+    def dns_options(self) -> list[str] | None:
+        # On the host-only network no name outside resolves, and Docker's DNS takes 10 s to say so;
+        # answer fast instead, or every lookup an agent CLI tries (telemetry, updates) costs 10 s.
+        return ["timeout:1", "attempts:1"] if self.host_only else None
+
+    def proxy_environment(self) -> dict[str, str]:
+        """The variables that send an agent's HTTP(S) through the egress proxy (none without one)."""
+        if not self.egress:
+            return {}
+        proxy = self._egress_proxy()
+        local = "localhost,127.0.0.1"
+        return {**dict.fromkeys(_PROXY_VARIABLES, proxy), "NO_PROXY": local, "no_proxy": local}
+
+    def _egress_proxy(self) -> str:
+        """The proxy's URL as containers see it, started on the host-only network's gateway address
+        (this machine's side of that network) on first use."""
+        if self._proxy is None:
+            network = self._client.networks.get(self.mode())
+            configs = (network.attrs.get("IPAM") or {}).get("Config") or []
+            gateway = next((c.get("Gateway") for c in configs if c.get("Gateway")), None)
+            if not gateway:
+                raise WorkspaceError(f"the network {self.name} has no gateway address for the egress proxy")
+            self._proxy = EgressProxy(self.egress, host=gateway).start()
+        return self._proxy.url
+
+    @property
+    def refusals(self) -> list[Refusal]:
+        """Connections the egress proxy refused so far (targets other than the model endpoint)."""
+        return list(self._proxy.refusals) if self._proxy else []
+
+    def gateway(self, container_id: str) -> str | None:
+        """The agent network's gateway (this machine), the same for every container: inspected once."""
+        if self._gateway is None:
+            settings = self._api.inspect_container(container_id).get("NetworkSettings") or {}
+            gateways = [n.get("Gateway") for n in (settings.get("Networks") or {}).values()]
+            self._gateway = next((g for g in [settings.get("Gateway"), *gateways] if g), None)
+        return self._gateway
+
+    def leave(self, container_id: str) -> bool:
+        """Disconnect a container from the agent's network (forced); False when the engine refuses."""
+        try:
+            self._api.disconnect_container_from_network(container_id, self.name, force=True)
+        except Exception:
+            return False
+        return True
+
+    def close(self) -> None:
+        if self._proxy is not None:
+            self._proxy.close()
+            self._proxy = None

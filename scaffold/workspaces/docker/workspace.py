@@ -1,0 +1,188 @@
+"""A trial's ``/workspace`` in its container: a bind-mounted host folder, or (copy mode) a volume.
+
+The workspace holds its container and its files; what involves the engine beyond one container (the
+agent's network, replacing a container, the shared clients) it asks of the backend that made it,
+through the :class:`ContainerHost` contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+from scaffold.errors import WorkspaceError
+from scaffold.process_output import ProcessResult
+from scaffold.tasks import Task
+from scaffold.workspaces.base import ValidationPolicy
+from scaffold.workspaces.docker.copy_mode import ContainerFiles
+from scaffold.workspaces.docker.exec import kill_marked, run_command
+from scaffold.workspaces.docker.keeper import Keeper
+from scaffold.workspaces.files import HostFiles
+
+__all__ = ["ROOT", "ContainerHost", "DockerWorkspace", "Phase"]
+
+ROOT: Final = "/workspace"
+Phase = Literal["agent", "validation"]
+
+
+class ContainerHost(Protocol):
+    """What a DockerWorkspace asks of the backend that made it."""
+
+    @property
+    def api(self) -> Any:
+        """The low-level engine client (one request per call)."""
+
+    def stream_api(self) -> Any:
+        """The low-level client for exec output streams, without a read timeout."""
+
+    def command_env(self, workspace: DockerWorkspace, env: Mapping[str, str]) -> dict[str, str]:
+        """The environment of a command in *workspace*, in its current phase."""
+
+    def end_processes(self, workspace: DockerWorkspace) -> None:
+        """End every process of the container (when not even a killer exec can start)."""
+
+    def begin_validation(self, workspace: DockerWorkspace, policy: ValidationPolicy) -> None:
+        """Turn the agent's container into the validation container as *policy* says."""
+
+    def gateway(self, workspace: DockerWorkspace) -> str | None:
+        """This machine's address on the agent's network, as the container sees it."""
+
+    def keeper_cannot_run(self) -> None:
+        """The keeper's fast path cannot work on this engine: later containers do not try it."""
+
+
+class DockerWorkspace:
+    """One trial's workspace and container (see the module docstring)."""
+
+    def __init__(
+        self, host: ContainerHost, task: Task, trial_key: str, path: Path, *, network: bool, copy: bool
+    ) -> None:
+        self._host = host
+        self.task = task
+        self.trial_key = trial_key
+        self.network = network
+        self.copy = copy
+        self.phase: Phase = "agent"
+        self.policy: ValidationPolicy | None = None
+        """The policy validation began with; None during the agent's phase."""
+        self.container: Any = None  # a docker ``Container`` made from the create response (no inspect)
+        self.keeper: Keeper | None = None
+        self.volume: str | None = None  # copy mode: the volume holding /workspace
+        self.control: Path | None = None  # bind mode: the keeper's control folder (commands and output)
+        self.files: HostFiles | ContainerFiles = (
+            ContainerFiles(host.api, lambda: self.container_id or "", ROOT, path) if copy else HostFiles(path)
+        )
+
+    @property
+    def root(self) -> str:
+        return ROOT
+
+    @property
+    def python(self) -> str:
+        return "python3"
+
+    @property
+    def validation_pythonpath(self) -> str | None:
+        return None  # nothing of this machine is mounted for validation: the helpers are written in
+
+    def host_visible(self, path: Path) -> str | None:
+        return None  # the container mounts only the workspace; host folders are copied in
+
+    @property
+    def host_path(self) -> Path:
+        """The host folder: the workspace itself (bind mode), or where it is copied when kept (copy mode)."""
+        return self.files.host_path
+
+    @property
+    def container_id(self) -> str | None:
+        return None if self.container is None else str(self.container.id)
+
+    @property
+    def host_address(self) -> str | None:
+        """This machine's address as the agent's container sees it (the bridge gateway), to rewrite a
+        loopback model endpoint; None without network. The endpoint must listen on that address too."""
+        if self.container is None or not self.network or self.phase != "agent":
+            return None
+        return self._host.gateway(self)
+
+    def put(self, source: Path, dest: str) -> None:
+        self.files.put(source, dest)
+
+    def write_text(self, dest: str, text: str) -> None:
+        self.files.write_text(dest, text)
+
+    def read_text(self, rel: str) -> str | None:
+        return self.files.read_text(rel)
+
+    def glob(self, pattern: str) -> list[str]:
+        return self.files.glob(pattern)
+
+    def remove(self, rel: str) -> None:
+        self.files.remove(rel)
+
+    def begin_validation(self, policy: ValidationPolicy) -> None:
+        """End the agent's phase as *policy* says (scaffold.workspaces.base.ValidationPolicy)."""
+        if self.policy is None:
+            self._host.begin_validation(self, policy)
+            self.policy = policy
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str],
+        stdout_path: Path,
+        stderr_path: Path,
+    ) -> ProcessResult:
+        """Run *argv* in the container with ``/workspace`` as working directory (see :func:`run_command`)."""
+        if self.container is None:
+            raise WorkspaceError(f"the workspace {self.host_path} has no container (already destroyed?)")
+        removals: list[str] = []
+        if isinstance(self.files, ContainerFiles):
+            self.files.flush_writes()
+            removals = self.files.take_removals()
+        host = self._host
+        full_env = host.command_env(self, env)
+
+        def escalate() -> None:
+            host.end_processes(self)
+
+        def kill(mark: str, grace: float, may_escalate: bool) -> bool:
+            return kill_marked(host.api, self.container.id, mark, grace, escalate if may_escalate else None)
+
+        try:
+            if self.keeper is not None:  # the fast path: the keeper starts it, no exec (~50 ms less)
+                result = self.keeper.run(
+                    argv,
+                    env=full_env,
+                    workdir=ROOT,
+                    timeout=timeout,
+                    stdout_path=stdout_path,
+                    stderr_path=stderr_path,
+                    removals=removals,
+                    kill=kill,
+                    where=str(self.host_path),
+                )
+                if result is not None:
+                    return result
+                if self.control is not None and not self.keeper.fast:  # cannot here: later containers do not try
+                    host.keeper_cannot_run()
+            return run_command(
+                host.api,
+                host.stream_api(),
+                self.container.id,
+                argv,
+                env=full_env,
+                workdir=ROOT,
+                timeout=timeout,
+                stdout_path=stdout_path,
+                stderr_path=stderr_path,
+                removals=removals,
+                escalate=escalate,
+                where=str(self.host_path),
+            )
+        finally:
+            if isinstance(self.files, ContainerFiles):
+                self.files.changed()

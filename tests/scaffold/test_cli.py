@@ -1,0 +1,281 @@
+"""The ``comet`` command line: --version, tasks list, tasks check; in-process and as the installed script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scaffold import __version__
+from scaffold.cli import main
+from scaffold.tasks import INDEX_FILE, TASK_FILE
+from tests.support.factories import TaskFactory
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def good(factory: TaskFactory) -> TaskFactory:
+    factory.task("alpha", metadata={"description": "first task", "difficulty": "easy"})
+    factory.task(
+        "beta", metadata={"category": "comet", "description": "second task"}, evaluation={"profile": "generic"}
+    )
+    return factory
+
+
+@pytest.fixture
+def broken(factory: TaskFactory) -> TaskFactory:
+    """A tasks folder with one good task and every kind of broken one."""
+    factory.task("good")
+    factory.task("bad-enum", metadata={"difficulty": "extreme"})
+    no_instruction = factory.task("no-instruction")
+    (no_instruction / "instruction.md").unlink()
+    factory.task("unknown-treatment", metadata={"default_treatments": ["CONTROL", "SKILL_NOPE"]})
+    factory.task("unknown-profile", evaluation={"profile": "nope"})
+    factory.task("unregistered", register=False)
+    factory.index.append({"name": "ghost"})
+    factory.write_index()
+    return factory
+
+
+def comet_script() -> str:
+    found = shutil.which("comet", path=str(Path(sys.executable).parent)) or shutil.which("comet")
+    if found is None:
+        pytest.fail("the comet console script is not installed next to the interpreter")
+    return found
+
+
+# --- version and usage --------------------------------------------------------------------------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+
+    assert info.value.code == 0
+    assert capsys.readouterr().out == f"comet-eval {__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [[], ["tasks"]])
+def test_no_command_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, _ = run(capsys, *argv)
+
+    assert code == 2
+    assert out.startswith("usage: comet")
+
+
+def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["frobnicate"])
+
+    assert info.value.code == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+# --- tasks list ---------------------------------------------------------------------------------
+
+
+def test_tasks_list_text(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
+    broken_folder = good.task("gamma", metadata={"difficulty": "extreme"})
+    (broken_folder / "instruction.md").unlink()
+
+    code, out, err = run(capsys, "tasks", "list", good.tasks_dir)
+
+    assert code == 0
+    assert err == ""
+    lines = out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split() == ["alpha", "generic", "easy", "CONTROL", "first", "task"]
+    assert lines[1].split() == ["beta", "comet", "medium", "CONTROL", "second", "task"]
+    assert lines[2].split() == ["gamma", "INVALID", "(2", "problems;", "run:", "comet", "tasks", "check)"]
+    # Names are padded to one width so the columns line up.
+    assert lines[0].index("generic") == lines[1].index("comet") == len("alpha") + 2
+
+
+def test_tasks_list_json(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
+    good.task("gamma", metadata={"difficulty": "extreme"})
+
+    code, out, _ = run(capsys, "tasks", "list", "--json", good.tasks_dir)
+
+    assert code == 0
+    rows = json.loads(out)
+    assert rows == [
+        {
+            "name": "alpha",
+            "status": "ok",
+            "category": "generic",
+            "difficulty": "easy",
+            "default_treatments": ["CONTROL"],
+            "description": "first task",
+            "path": str(good.tasks_dir / "alpha"),
+        },
+        {
+            "name": "beta",
+            "status": "ok",
+            "category": "comet",
+            "difficulty": "medium",
+            "default_treatments": ["CONTROL"],
+            "description": "second task",
+            "path": str(good.tasks_dir / "beta"),
+        },
+        {"name": "gamma", "status": "invalid", "problems": 1},
+    ]
+
+
+def test_tasks_list_of_an_empty_folder(capsys: pytest.CaptureFixture[str], factory: TaskFactory) -> None:
+    code, out, _ = run(capsys, "tasks", "list", factory.tasks_dir)
+
+    assert code == 0
+    assert out == f"no tasks found in {factory.tasks_dir}\n"
+
+
+def test_tasks_list_of_several_folders(capsys: pytest.CaptureFixture[str], good: TaskFactory, tmp_path: Path) -> None:
+    other = TaskFactory(tmp_path / "other")
+    other.task("delta")
+
+    code, out, _ = run(capsys, "tasks", "list", "--json", good.tasks_dir, other.tasks_dir)
+
+    assert code == 0
+    assert [row["name"] for row in json.loads(out)] == ["alpha", "beta", "delta"]
+
+
+def test_tasks_list_defaults_to_local_tasks(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    TaskFactory(tmp_path / "local").task("here")
+    monkeypatch.chdir(tmp_path)
+
+    code, out, _ = run(capsys, "tasks", "list", "--json")
+
+    assert code == 0
+    assert [row["name"] for row in json.loads(out)] == ["here"]
+
+
+# --- tasks check --------------------------------------------------------------------------------
+
+
+def test_tasks_check_good_folder(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
+    code, out, err = run(capsys, "tasks", "check", good.tasks_dir)
+
+    assert code == 0
+    assert err == ""
+    assert out == "2 task(s) OK; 1 treatment(s) OK\n"
+
+
+def test_tasks_check_uses_the_treatments_beside_the_tasks_folder(
+    capsys: pytest.CaptureFixture[str], factory: TaskFactory
+) -> None:
+    factory.skill("a")
+    factory.treatments("t.yaml", {"SKILL_A": {"skills": ["../skills/a"]}})
+    factory.task("alpha", metadata={"default_treatments": ["CONTROL", "SKILL_A"]})
+
+    code, out, _ = run(capsys, "tasks", "check", factory.tasks_dir)
+
+    assert code == 0
+    assert out == "1 task(s) OK; 2 treatment(s) OK\n"
+
+
+def test_tasks_check_with_treatments_dir_and_skill_base(
+    capsys: pytest.CaptureFixture[str], factory: TaskFactory, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "snapshots" / "v1" / "comet"
+    snapshot.mkdir(parents=True)
+    (snapshot / "SKILL.md").write_text("x\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "t.yaml").write_text("SKILL_V1:\n  skills:\n    - {skill: v1/comet, base: bench}\n")
+    factory.task("alpha", metadata={"default_treatments": ["SKILL_V1"]})
+
+    with_base = run(
+        capsys, "tasks", "check", factory.tasks_dir, "--treatments-dir", elsewhere, "--skill-base",
+        f"bench={tmp_path / 'snapshots'}",
+    )  # fmt: skip
+    without_base = run(capsys, "tasks", "check", factory.tasks_dir, "--treatments-dir", elsewhere)
+
+    assert with_base == (0, "1 task(s) OK; 2 treatment(s) OK\n", "")
+    assert without_base[0] == 1
+    assert f"skill folder {elsewhere.parent / 'bench' / 'v1' / 'comet'} does not exist" in without_base[1]
+
+
+def test_tasks_check_bad_skill_base_is_a_usage_error(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
+    code, out, err = run(capsys, "tasks", "check", good.tasks_dir, "--skill-base", "oops")
+
+    assert code == 2
+    assert out == ""
+    assert err == "comet: --skill-base='oops': expected NAME=DIR\n"
+
+
+def test_tasks_check_lists_every_problem(capsys: pytest.CaptureFixture[str], broken: TaskFactory) -> None:
+    tasks = broken.tasks_dir
+    index = tasks / INDEX_FILE
+
+    code, out, err = run(capsys, "tasks", "check", tasks)
+
+    assert code == 1
+    lines = out.splitlines()
+    expected = [
+        f"{tasks / 'bad-enum' / TASK_FILE}: [metadata] difficulty: expected 'easy', 'medium' or 'hard' (got 'extreme')",
+        f"{index}: tasks: registers task 'ghost' but there is no folder {tasks / 'ghost'} (got 'ghost')",
+        f"{tasks / 'no-instruction' / 'instruction.md'}: missing: the agent's instruction goes here",
+        f"{index}: tasks: does not register the task folder {tasks / 'unregistered'}; "
+        "add '- name: unregistered' under tasks",
+    ]
+    assert lines[:4] == expected
+    profile_line, treatment_line = lines[4:]
+    assert profile_line.startswith(f"{tasks / 'unknown-profile' / TASK_FILE}: [evaluation] profile: ")
+    assert profile_line.endswith("(got 'nope')")
+    assert "unknown evaluation profile; known: " in profile_line
+    assert "generic" in profile_line
+    assert profile_line.count(TASK_FILE) == 1
+    assert treatment_line == (
+        f"{tasks / 'unknown-treatment' / TASK_FILE}: [metadata] default_treatments: "
+        "names unknown treatment 'SKILL_NOPE'; known: CONTROL (got 'SKILL_NOPE')"
+    )
+    assert "good" not in out
+    assert err == "\n6 problem(s); 7 task(s) checked\n"
+
+
+def test_tasks_check_reports_treatment_file_problems(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
+    bad = good.treatments("bad.yaml", {"bad-name": {}})
+
+    code, out, err = run(capsys, "tasks", "check", good.tasks_dir)
+
+    assert code == 1
+    assert out.splitlines() == [
+        f"{bad}: treatment names start with a letter and use only letters, digits and '_' (got 'bad-name')"
+    ]
+    assert err == "\n1 problem(s); 2 task(s) checked\n"
+
+
+def test_tasks_check_missing_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "tasks", "check", tmp_path / "nowhere")
+
+    assert code == 1
+    assert out.splitlines() == [f"{tmp_path / 'nowhere'}: tasks folder does not exist"]
+
+
+# --- the installed console script -----------------------------------------------------------------
+
+
+def test_installed_comet_script(broken: TaskFactory) -> None:
+    script = comet_script()
+
+    version = subprocess.run([script, "--version"], capture_output=True, text=True, check=False, timeout=60)
+    check = subprocess.run(
+        [script, "tasks", "check", str(broken.tasks_dir)], capture_output=True, text=True, check=False, timeout=60
+    )
+
+    assert version.returncode == 0
+    assert version.stdout == f"comet-eval {__version__}\n"
+    assert check.returncode == 1
+    assert "names unknown treatment 'SKILL_NOPE'" in check.stdout
+    assert "unknown evaluation profile; known: generic (got 'nope')" in check.stdout
+    assert check.stderr.strip() == "6 problem(s); 7 task(s) checked"

@@ -1,0 +1,192 @@
+"""The trial runner on real folders: skills installed, records written, retention, resume, errors, secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from scaffold.agents.base import AgentTraits
+from scaffold.cases import Case
+from scaffold.errors import RecordError
+from scaffold.record_files import read_record
+from scaffold.records import SCHEMA_VERSION
+from scaffold.workspaces.base import NO_NETWORK
+from tests.support.factories import TaskFactory, make_runner
+
+
+def runner_for(factory: TaskFactory, tmp_path: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+    return make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path, **kwargs)  # type: ignore[arg-type]
+
+
+def test_skills_are_installed_as_complete_folders_with_claude_md(factory: TaskFactory, tmp_path: Path) -> None:
+    skill = factory.skill("report", extra={"scripts/check.py": "print('hi')\n", "templates/t.md": "# T\n"})
+    factory.treatments(
+        "t.yaml",
+        {
+            "WITH_REPORT": {
+                "description": "d",
+                "skills": [{"name": "report", "path": str(skill)}],
+                "claude_md": "Always use the report skill.\n",
+            }
+        },
+    )
+    factory.task(
+        "t",
+        solve="find .claude -type f | sort > installed.txt; cp CLAUDE.md seen-claude.md; echo done > out.txt\n",
+        metadata={"default_treatments": ["CONTROL", "WITH_REPORT"]},
+    )
+    outcome = runner_for(factory, tmp_path, keep_workspaces="all").run(Case("t", "WITH_REPORT", 1))
+    ws = Path(outcome.record.workspace.path)
+    assert (ws / "installed.txt").read_text().split() == [
+        ".claude/skills/report/SKILL.md",
+        ".claude/skills/report/scripts/check.py",
+        ".claude/skills/report/templates/t.md",
+    ]
+    assert (ws / "seen-claude.md").read_text() == "Always use the report skill.\n"
+    assert outcome.record.config["treatment"]["skills"][0]["name"] == "report"
+
+
+def test_record_contents(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task("t", files={"data/input.txt": "x"})
+    outcome = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 2))
+    data = json.loads(outcome.record_path.read_text())
+    assert data["schema_version"] == SCHEMA_VERSION
+    assert data["case_id"] == "t-CONTROL-r2" and data["trial"] == 2
+    assert data["verdict"] == "passed" and data["weighted_score"] == pytest.approx(1.0)
+    assert data["config_hash"].startswith("sha256:") and data["config"]["task"]["content_hash"].startswith("sha256:")
+    assert set(data["phases"]) == {"workspace_s", "agent_s", "validation_s", "scoring_s"}
+    assert {d["name"] for d in data["dimensions"]} >= {"completion", "safety_boundary"}
+    assert data["trajectory"]["commands"] == ["bash $COMET_SOLUTION_DIR/solve.sh"]
+    assert (
+        outcome.record_path == tmp_path / "logs" / "experiments" / "exp-1" / "trials" / "t-CONTROL-r2" / "record.json"
+    )
+    assert read_record(outcome.record_path) == outcome.record
+    # The agent's raw streams are listed in the record, exactly the agent.* files of the trial folder.
+    on_disk = sorted(p.name for p in outcome.record_path.parent.iterdir() if p.name.startswith("agent."))
+    assert on_disk and data["streams"] == on_disk
+
+
+def test_instruction_variables_and_environment(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task(
+        "t", instruction="id={run_id} task={task_name} trial={trial} keep {braces}\n", solve="echo done > out.txt\n"
+    )
+    runner = runner_for(factory, tmp_path)
+    task = runner.tasks.tasks["t"]
+    text = task.instruction({"run_id": "R", "task_name": "t", "trial": "1"})
+    assert text == "id=R task=t trial=1 keep {braces}\n"
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept_pass", "kept_fail"), [("failed", False, True), ("all", True, True), ("none", False, False)]
+)
+def test_workspace_retention(
+    factory: TaskFactory, tmp_path: Path, policy: str, kept_pass: bool, kept_fail: bool
+) -> None:
+    factory.task("good")
+    factory.task("bad", solve="echo wrong > out.txt\n")
+    runner = runner_for(factory, tmp_path, keep_workspaces=policy)
+    good, bad = runner.run(Case("good", "CONTROL", 1)), runner.run(Case("bad", "CONTROL", 1))
+    assert (good.record.verdict, bad.record.verdict) == ("passed", "failed")
+    for outcome, kept in ((good, kept_pass), (bad, kept_fail)):
+        ws = tmp_path / "ws" / "exp-1" / outcome.record.case_id
+        assert ws.exists() is kept
+        assert outcome.record.workspace.kept is kept
+        assert (outcome.record.workspace.path == str(ws)) is kept
+
+
+def test_resume_skips_trials_with_records(factory: TaskFactory, tmp_path: Path) -> None:
+    counter = tmp_path / "runs.txt"
+    factory.task("t", solve=f"echo run >> {counter}; echo done > out.txt\n")
+    first = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+    again = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+    assert not first.resumed and again.resumed
+    assert again.record == first.record
+    assert counter.read_text() == "run\n"
+    other = runner_for(factory, tmp_path, experiment_id="exp-2").run(Case("t", "CONTROL", 1))
+    assert not other.resumed and counter.read_text() == "run\nrun\n"
+
+
+def test_changed_configuration_is_refused_on_resume(factory: TaskFactory, tmp_path: Path) -> None:
+    folder = factory.task("t")
+    runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+    (folder / "instruction.md").write_text("Something else entirely.\n")
+    with pytest.raises(RecordError, match="another configuration"):
+        runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+
+
+def test_errors_are_recorded_and_rerun_on_request(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task("t")
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the workspace root should be")
+    broken = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
+    from scaffold.workspaces.local import LocalBackend
+
+    broken.backend = LocalBackend(blocked / "ws")
+    first = broken.run(Case("t", "CONTROL", 1))
+    assert first.record.verdict == "error"
+    assert first.record.errors[0].type == "WorkspaceError"
+    assert "cannot create the workspace" in first.record.errors[0].message
+    assert first.record.weighted_score is None
+
+    resumed = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+    assert resumed.resumed and resumed.record.verdict == "error"
+    rerun = runner_for(factory, tmp_path, rerun_errors=True).run(Case("t", "CONTROL", 1))
+    assert not rerun.resumed and rerun.record.verdict == "passed"
+
+
+def test_secrets_in_the_harness_environment_do_not_reach_the_workspace(
+    factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-planted-secret-value")
+    monkeypatch.setenv("BENCH_API_KEY", "sk-planted-secret-value")
+    factory.task("t", solve="env > env.txt; echo done > out.txt\n")
+    outcome = runner_for(factory, tmp_path, keep_workspaces="all").run(Case("t", "CONTROL", 1))
+    env_dump = (Path(outcome.record.workspace.path) / "env.txt").read_text()
+    assert "sk-planted-secret-value" not in env_dump
+    assert f"COMET_WORKSPACE={outcome.record.workspace.path}" in env_dump
+    for path in (tmp_path / "logs").rglob("*"):
+        if path.is_file():
+            assert "sk-planted-secret-value" not in path.read_text(errors="replace"), path
+
+
+def test_oracle_timeout_is_recorded_as_such(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task("t", solve="sleep 30\n", environment={"timeout_sec": 0.5})
+    outcome = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
+    traj = outcome.record.trajectory
+    assert traj is not None and traj.timed_out is True and traj.exit_code is None
+    assert outcome.record.verdict == "failed"
+    dims = {d.name: d for d in outcome.record.dimensions}
+    assert dims["instruction_following"].reason == "exceeded the time budget"
+
+
+def test_interrupt_leaves_no_workspace_and_no_record(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task("t")
+    runner = runner_for(factory, tmp_path)
+
+    class Interrupting:
+        name, traits, model, install, network = "int", AgentTraits(invokes_skills=False), None, None, NO_NETWORK
+
+        def run(self, workspace: object, request: object) -> object:
+            raise KeyboardInterrupt
+
+    runner.agent = Interrupting()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(Case("t", "CONTROL", 1))
+    assert not (tmp_path / "ws" / "exp-1" / "t-CONTROL-r1").exists()
+    assert not (tmp_path / "logs" / "experiments" / "exp-1" / "trials" / "t-CONTROL-r1" / "record.json").exists()
+
+
+def test_workspace_starts_with_the_environment_files_only(factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task(
+        "t",
+        files={"src/app.py": "print(1)\n"},
+        solve="find . -type f -not -path './.tmp/*' -not -path './.eval-solution/*' -not -name files.txt"
+        " | sort > files.txt\necho done > out.txt\n",
+    )
+    outcome = runner_for(factory, tmp_path, keep_workspaces="all").run(Case("t", "CONTROL", 1))
+    files = (Path(outcome.record.workspace.path) / "files.txt").read_text().split()
+    assert files == ["./Dockerfile", "./src/app.py"]
+    assert os.environ.get("COMET_WORKSPACE") is None

@@ -1,0 +1,626 @@
+"""The docker backend against a real engine: images, trials, limits, network, timeouts, cleanup.
+
+Needs ``DOCKER_HOST`` (or the default socket) and builds ``comet-eval/base:bookworm`` once when missing.
+Skipped without an engine, except under ``COMET_REQUIRE_DOCKER=1`` where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaffold.agents import create_agent
+from scaffold.cases import Case
+from scaffold.errors import WorkspaceError
+from scaffold.tasks import Task, load_task
+from scaffold.workspaces.backends import create_backend
+from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
+from scaffold.workspaces.docker import DockerBackend, DockerWorkspace, sweep
+from tests.support.docker import InterruptedAgent, docker_runner
+from tests.support.factories import REPO, TaskFactory
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def backend(docker_base_image: str, tmp_path: Path) -> Iterator[DockerBackend]:
+    made = DockerBackend(tmp_path / "ws")
+    yield made
+    made.close()
+
+
+def ours(client: Any, **labels: str) -> list[Any]:
+    filters = [f"comet-eval.{key.replace('_', '-')}={value}" for key, value in labels.items()]
+    label = ["comet-eval.owner=comet-eval", *filters]
+    return list(client.containers.list(all=True, filters={"label": label}, ignore_removed=True))
+
+
+def run(workspace: Workspace, argv: list[str], tmp_path: Path, *, timeout: float = 30) -> tuple[Any, str, str]:
+    result = workspace.exec(
+        argv, timeout=timeout, env={}, stdout_path=tmp_path / "out.log", stderr_path=tmp_path / "err.log"
+    )
+    return result, result.stdout(), result.stderr()
+
+
+# --- images ----------------------------------------------------------------------------------------------
+
+
+def test_task_image_is_reused_until_a_file_changes(
+    backend: DockerBackend, factory: TaskFactory, docker_client: Any
+) -> None:
+    task = load_task(factory.task("img", files={"data.txt": "one\n"}))
+    backend.prepare(task)
+    first = backend.image_tag(task)
+    assert first.startswith("comet-eval/task-img:")
+    first_id = docker_client.images.get(first).id
+
+    again = DockerBackend(backend.workspace_root)
+    try:
+        again.prepare(task)  # a new session: same content, same tag, no rebuild
+        assert again.image_tag(task) == first
+        assert docker_client.images.get(first).id == first_id
+    finally:
+        again.close()
+
+    (task.environment_dir / "data.txt").write_text("two\n")
+    changed = DockerBackend(backend.workspace_root)
+    try:
+        changed.prepare(task)
+        second = changed.image_tag(task)
+        assert second != first
+        assert docker_client.images.get(second).labels["comet-eval.task"] == "img"
+    finally:
+        changed.close()
+
+
+def test_agent_key_is_part_of_the_image_tag(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    task = load_task(factory.task("keyed"))
+    other = DockerBackend(tmp_path / "ws2", agent_install=InstallSpec("npm", "x", "some-cli", "1.0.0"))
+    try:
+        assert other.image_tag(task) != backend.image_tag(task)
+    finally:
+        other.close()
+
+
+def test_concurrent_sessions_build_an_image_once(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaffold.workspaces.docker.backend as module
+
+    builds: list[str] = []
+    real = module.build_image
+
+    def counting(**kwargs: Any) -> str:
+        builds.append(kwargs["tag"])
+        time.sleep(0.5)  # let the other session reach the lock meanwhile
+        return real(**kwargs)
+
+    monkeypatch.setattr(module, "build_image", counting)
+    task = load_task(factory.task("once", files={"f.txt": str(tmp_path)}))  # unique content: a fresh tag
+    backends = [DockerBackend(tmp_path / "ws") for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def prepare(made: DockerBackend) -> None:
+        try:
+            made.prepare(task)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=prepare, args=(made,)) for made in backends]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for made in backends:
+        made.close()
+    assert not errors
+    assert len(builds) == 1
+
+
+def test_a_failed_build_shows_the_log(backend: DockerBackend, factory: TaskFactory) -> None:
+    folder = factory.task("broken-build")
+    (folder / "environment" / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo build-marker-42 && exit 3\n"
+    )
+    with pytest.raises(WorkspaceError) as caught:
+        backend.prepare(load_task(folder))
+    message = str(caught.value)
+    assert "task broken-build" in message
+    assert "build-marker-42" in message  # the tail of the log
+    assert "returned a non-zero code: 3" in message
+    log = Path(message.split("; log ", 1)[1].split(":\n", 1)[0])
+    assert log.is_file() and "build-marker-42" in log.read_text()
+    with pytest.raises(WorkspaceError) as again:  # the session does not build it again for every trial
+        backend.create(load_task(folder), "exp-f/broken-build-CONTROL-r2")
+    assert again.value is caught.value
+
+
+def test_a_build_that_runs_too_long_is_cancelled(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path, docker_client: Any
+) -> None:
+    folder = factory.task("slow-build")
+    (folder / "environment" / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\nRUN echo {uuid.uuid4()} && sleep 97\n"
+    )
+    made = DockerBackend(tmp_path / "ws", build_timeout=2)
+    try:
+        start = time.monotonic()
+        with pytest.raises(WorkspaceError, match="took longer than 2s and was cancelled"):
+            made.prepare(load_task(folder))
+        assert time.monotonic() - start < 20
+    finally:
+        made.close()
+    for _ in range(50):  # the engine cancels the build and removes its RUN container
+        running = [
+            c
+            for c in docker_client.containers.list(ignore_removed=True)
+            if "sleep 97" in " ".join(c.attrs["Config"]["Cmd"] or [])
+        ]
+        if not running:
+            break
+        time.sleep(0.2)
+    assert not running
+
+
+# --- trials ----------------------------------------------------------------------------------------------
+
+
+def test_oracle_trials_pass_in_containers(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    factory.task("small")
+    runner = docker_runner(
+        [factory.tasks_dir, REPO / "local" / "tasks"], factory, tmp_path, backend, create_agent("oracle")
+    )
+    for name in ("small", "fix-median"):
+        outcome = runner.run(Case(name, "CONTROL", 1))
+        record = outcome.record
+        assert record.verdict == "passed", (name, record.errors, record.checks)
+        assert record.workspace.backend == "docker"
+    fix_median = runner.run(Case("fix-median", "CONTROL", 1)).record
+    assert len(fix_median.checks) > 10  # the hidden checks ran, through the validation shim, in python3
+    backend.drain()  # containers are removed in the background, off the trial's critical path
+    assert ours(backend.client, session=backend.session.id) == []
+
+
+def test_nop_fails_and_the_failed_workspace_is_kept(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    factory.task("nothing")
+    runner = docker_runner([factory.tasks_dir], factory, tmp_path, backend, create_agent("nop"))
+    record = runner.run(Case("nothing", "CONTROL", 1)).record
+    assert record.verdict == "failed"
+    assert record.workspace.kept and Path(record.workspace.path).is_dir()
+    backend.drain()
+    assert ours(backend.client, session=backend.session.id) == []
+
+
+def test_limits_labels_and_no_network(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    task = load_task(factory.task("limits", environment={"cpus": 0.5, "memory_mb": 300, "pids_limit": 77}))
+    workspace = backend.create(task, "exp-lim/limits-CONTROL-r1")
+    try:
+        attrs = backend.client.containers.get(workspace.container_id).attrs
+        host = attrs["HostConfig"]
+        assert host["NanoCpus"] == 500_000_000
+        assert host["Memory"] == 300 * 1024 * 1024
+        assert host["PidsLimit"] == 77
+        assert host["NetworkMode"] == "none"
+        labels = attrs["Config"]["Labels"]
+        assert labels["comet-eval.owner"] == "comet-eval"
+        assert labels["comet-eval.experiment"] == "exp-lim"
+        assert labels["comet-eval.trial"] == "exp-lim/limits-CONTROL-r1"
+        assert labels["comet-eval.session"] == backend.session.id
+        assert attrs["Config"]["WorkingDir"] == "/workspace"
+
+        assert workspace.host_address is None
+        result, out, _ = run(workspace, ["sh", "-c", "pwd; ls; cat /proc/net/dev"], tmp_path)
+        assert result.exit_code == 0
+        assert out.startswith("/workspace\nDockerfile\n")
+        interfaces = [line.split(":")[0].strip() for line in out.splitlines() if ":" in line]
+        assert interfaces == ["lo"]
+    finally:
+        backend.destroy(workspace, keep=False)
+    assert not workspace.host_path.exists()
+
+
+def test_network_for_the_agent_but_never_for_validation(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    task = load_task(factory.task("net"))
+    made = DockerBackend(tmp_path / "ws", network=True)
+    try:
+        workspace = made.create(task, "exp-net/net-CONTROL-r1")
+        agent_container = workspace.container_id
+        assert made.client.containers.get(agent_container).attrs["HostConfig"]["NetworkMode"] == "bridge"
+        _, out, _ = run(workspace, ["cat", "/proc/net/dev"], tmp_path)
+        assert "eth0" in out
+        gateway = workspace.host_address
+        assert gateway and gateway.count(".") == 3
+        _, route, _ = run(workspace, ["cat", "/proc/net/route"], tmp_path)
+        default = next(line.split()[2] for line in route.splitlines()[1:] if line.split()[1] == "00000000")
+        assert ".".join(str(int(default[i : i + 2], 16)) for i in (6, 4, 2, 0)) == gateway
+        # A background job dies with its command; one that shed the exec marker (env -i) outlives it...
+        run(workspace, ["sh", "-c", "echo agent-was-here > note.txt; sleep 600 & env -i setsid sleep 601 &"], tmp_path)
+        _, table, _ = run(workspace, ["ps", "-eo", "args"], tmp_path)
+        assert "sleep 600" not in table and "sleep 601" in table
+
+        # Copying files in, to whatever folder, is only copying: the agent's phase goes on...
+        workspace.put(task.validation_dir, ".eval-validation")
+        assert workspace.phase == "agent" and workspace.host_address == gateway
+        # ...until validation takes the container over, explicitly: every agent process ended, the network gone.
+        workspace.begin_validation(ValidationPolicy.STRICT)
+        assert workspace.container_id == agent_container
+        assert workspace.phase == "validation" and workspace.host_address is None
+        _, out, _ = run(workspace, ["sh", "-c", "cat note.txt; ls .eval-validation; ps -eo args"], tmp_path)
+        assert "agent-was-here" in out and "check.py" in out
+        assert "sleep 60" not in out  # a clean process table
+        _, dev, _ = run(workspace, ["cat", "/proc/net/dev"], tmp_path)
+        assert [line.split(":")[0].strip() for line in dev.splitlines() if ":" in line] == ["lo"]
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+
+
+def test_validation_gets_a_fresh_container_when_the_keeper_cannot_answer(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    task = load_task(factory.task("fallback"))
+    made = DockerBackend(tmp_path / "ws", network=True)
+    try:
+        workspace = made.create(task, "exp-fb/fallback-CONTROL-r1")
+        agent_container = workspace.container_id
+        run(workspace, ["sh", "-c", "echo kept > note.txt; env -i setsid sleep 602 &"], tmp_path)
+        assert workspace.keeper is not None
+        workspace.keeper.reset = lambda timeout=0.0: False  # type: ignore[method-assign]
+        workspace.begin_validation(ValidationPolicy.STRICT)
+        assert workspace.container_id != agent_container
+        attrs = made.client.containers.get(workspace.container_id).attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "none"
+        assert attrs["Config"]["Labels"]["comet-eval.phase"] == "validation"
+        _, out, _ = run(workspace, ["sh", "-c", "cat note.txt; ps -eo args"], tmp_path)
+        assert "kept" in out and "sleep 602" not in out
+        made.destroy(workspace, keep=False)
+        made.drain()
+        assert ours(made.client, session=made.session.id) == []
+    finally:
+        made.close()
+
+
+def test_exec_output_exit_code_and_environment(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    workspace = backend.create(load_task(factory.task("exec")), "exp-x/exec-CONTROL-r1")
+    try:
+        result = workspace.exec(
+            ["sh", "-c", 'echo "out $FOO $COMET_WORKSPACE"; echo err >&2; exit 3'],
+            timeout=30,
+            env={"FOO": "bar"},
+            stdout_path=tmp_path / "o.log",
+            stderr_path=tmp_path / "e.log",
+        )
+        assert (result.exit_code, result.timed_out) == (3, False)
+        assert result.stdout() == "out bar /workspace\n"
+        assert result.stderr() == "err\n"
+        missing, _, _ = run(workspace, ["no-such-command"], tmp_path)
+        assert missing.exit_code not in (0, None)
+        assert workspace.python == "python3" and workspace.root == "/workspace"
+        _, version, _ = run(workspace, [workspace.python, "--version"], tmp_path)
+        assert version.startswith("Python 3")
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_commands_the_keeper_starts_behave_like_execs(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    """Bind mode runs commands as children of the keeper (no exec: ~50 ms less); what they see is the same:
+    environment, working directory, user, signal dispositions, stdin, exit code, output."""
+    workspace = backend.create(load_task(factory.task("same")), "exp-s/same-CONTROL-r1")
+    probe = "env | grep -v '^COMET_EXEC_ID=' | sort; pwd; id -u; grep -E 'Sig(Ign|Blk)' /proc/self/status; cat"
+    try:
+        assert workspace.keeper is not None
+        results = []
+        for fast in (True, False):
+            workspace.keeper.fast = fast
+            result = workspace.exec(
+                ["sh", "-c", probe + "; echo err >&2; exit 7"],
+                timeout=30,
+                env={"FOO": "bar baz'quoted\nline"},
+                stdout_path=tmp_path / f"{fast}.out",
+                stderr_path=tmp_path / f"{fast}.err",
+            )
+            results.append((result.exit_code, result.stdout(), result.stderr()))
+        assert results[0] == results[1]
+        code, out, err = results[0]
+        assert (code, err) == (7, "err\n")
+        assert "FOO=bar baz'quoted\n" in out and "/workspace\n0\n" in out
+        assert "SigIgn:\t0000000000000000" in out  # Ctrl-C handlers work (a background job would ignore SIGINT)
+        for fast in (True, False):
+            workspace.keeper.fast = fast
+            odd = workspace.exec(
+                ["printenv", "ODD-NAME"],
+                timeout=30,
+                env={"ODD-NAME": "1"},  # a name a shell would drop: set by `env` right before the command
+                stdout_path=tmp_path / "odd.out",
+                stderr_path=tmp_path / "odd.err",
+            )
+            assert (odd.exit_code, odd.stdout()) == (0, "1\n")
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_a_command_the_keeper_does_not_take_runs_once_through_exec(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import scaffold.workspaces.docker.keeper as keeper_module
+
+    monkeypatch.setattr(keeper_module, "CLAIM_S", 0.3)
+    workspace = backend.create(load_task(factory.task("unclaimed")), "exp-u/unclaimed-CONTROL-r1")
+    try:
+        keeper = workspace.keeper
+        assert keeper is not None
+        real_send = keeper._send
+        keeper._send = lambda line: True if line.startswith("run ") else real_send(line)  # type: ignore[method-assign]
+        result, out, _ = run(workspace, ["sh", "-c", "echo ran >> count.txt; cat count.txt"], tmp_path)
+        assert (result.exit_code, out) == (0, "ran\n")  # the keeper never saw it; exec ran it, once
+        assert not keeper.fast and not backend.keeper_commands  # later commands go straight to exec
+        assert workspace.control is not None and list(workspace.control.iterdir()) == []
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_a_timeout_kills_the_process_tree_in_the_container(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    workspace = backend.create(load_task(factory.task("slow")), "exp-t/slow-CONTROL-r1")
+    try:
+        start = time.monotonic()
+        result, out, _ = run(
+            workspace,
+            ["bash", "-c", "sleep 301 & setsid sleep 302 & nohup sleep 303 >/dev/null 2>&1 & echo started; sleep 304"],
+            tmp_path,
+            timeout=1.5,
+        )
+        assert result.timed_out and result.exit_code is None
+        assert out == "started\n"
+        assert time.monotonic() - start < 8
+        _, table, _ = run(workspace, ["ps", "-eo", "args"], tmp_path)
+        assert "sleep 30" not in table, table
+
+        # A command that exits leaves nothing behind either (as with the local backend).
+        done, _, _ = run(workspace, ["sh", "-c", "sleep 305 & exit 0"], tmp_path)
+        assert done.exit_code == 0 and done.duration_s < 5
+        _, table, _ = run(workspace, ["ps", "-eo", "args"], tmp_path)
+        assert "sleep 305" not in table
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_a_fork_bomb_is_ended_by_the_keeper(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    """At the pids limit not even the killer exec can start: the keeper (shell builtins, no fork) ends
+    every process, and the container and its files stay."""
+    workspace = backend.create(load_task(factory.task("bomb", environment={"pids_limit": 40})), "exp-b/bomb")
+    try:
+        first = workspace.container_id
+        result, _, _ = run(workspace, ["bash", "-c", "f() { f | f & }; f; sleep 100"], tmp_path, timeout=2)
+        assert result.timed_out
+        assert workspace.container_id == first
+        after, out, _ = run(workspace, ["sh", "-c", "ls Dockerfile; ps -e | grep -c bash || true"], tmp_path)
+        assert (after.exit_code, out) == (0, "Dockerfile\n0\n")
+    finally:
+        backend.destroy(workspace, keep=False)
+
+
+def test_a_container_that_disappears_is_a_workspace_error(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    workspace = backend.create(load_task(factory.task("vanish")), "exp-v/vanish")
+    try:
+        container = workspace.container
+        remover = threading.Timer(1.0, lambda: container.remove(force=True))
+        remover.start()
+        with pytest.raises(WorkspaceError, match="in the container of"):
+            run(workspace, ["sleep", "30"], tmp_path)
+    finally:
+        backend.destroy(workspace, keep=False)
+    # The harness sees the container go as soon as it stops; the engine may still be removing it (seen as
+    # status "removing" under load), and that removal is this test's, not the backend's: wait for it.
+    remover.join()
+    backend.drain()
+    assert ours(backend.client, session=backend.session.id) == []  # and no replacement was started
+
+
+def test_agent_cli_is_mounted_read_only_on_path(docker_base_image: str, factory: TaskFactory, tmp_path: Path) -> None:
+    cache = tmp_path / "agents"
+    installed = cache / "npm-scope-fake-agent-1.2.3"
+    bin_dir = installed / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "fake-agent").write_text("#!/bin/sh\necho fake-agent 1.2.3\n")
+    (bin_dir / "fake-agent").chmod(0o755)
+    (installed / ".complete").write_text("npm:@scope/fake-agent@1.2.3\n")
+    spec = InstallSpec("npm", "fake-agent", "@scope/fake-agent", "1.2.3")
+    made = DockerBackend(tmp_path / "ws", agent_install=spec, agent_cache=cache)
+    try:
+        task = load_task(factory.task("mounted"))
+        workspace = made.create(task, "exp-a/mounted-CONTROL-r1")
+        result, out, _ = run(workspace, ["fake-agent"], tmp_path)
+        assert (result.exit_code, out) == (0, "fake-agent 1.2.3\n")
+        denied, _, err = run(workspace, ["touch", "/opt/comet-agents/npm-scope-fake-agent-1.2.3/x"], tmp_path)
+        assert denied.exit_code != 0 and "Read-only" in err
+        workspace.begin_validation(ValidationPolicy.STRICT)
+        gone, _, _ = run(workspace, ["sh", "-c", "command -v fake-agent"], tmp_path)
+        assert gone.exit_code != 0  # validation does not see the agent
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+
+
+# --- cleanup -------------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_during_an_exec_leaves_no_container(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    factory.task("interrupt")
+    runner = docker_runner([factory.tasks_dir], factory, tmp_path, backend, InterruptedAgent())
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(Case("interrupt", "CONTROL", 1))
+    assert time.monotonic() - start < 15
+    assert ours(backend.client, session=backend.session.id) == []
+    assert not runner.experiment.record_path(Case("interrupt", "CONTROL", 1)).exists()
+
+
+def test_sigint_to_a_pytest_run_leaves_no_container(
+    docker_base_image: str, suite: TaskFactory, pytester: pytest.Pytester, docker_client: Any
+) -> None:
+    suite.task("hangs", solve="echo started; sleep 120\n", environment={"timeout_sec": 300})
+    argv = [sys.executable, "-m", "pytest", "local/tests", "--backend=docker", "--task=hangs", "-p", "no:cacheprovider"]
+    argv += [f"--workspace-root={pytester.path / 'ws'}", f"--logs-dir={pytester.path / 'logs'}"]
+    proc = subprocess.Popen(argv, cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not ours(docker_client, pid=str(proc.pid)):
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "no container appeared"
+            time.sleep(0.2)
+        time.sleep(1.0)  # the oracle's exec is running now
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert b"KeyboardInterrupt" in output, output.decode(errors="replace")
+    assert ours(docker_client, pid=str(proc.pid)) == []
+
+
+def test_containers_of_dead_sessions_are_swept(docker_base_image: str, docker_client: Any, tmp_path: Path) -> None:
+    ghost_pid = _exited_pid()
+    ghost = docker_client.containers.create(
+        docker_base_image,
+        ["sleep", "infinity"],
+        labels={
+            "comet-eval.owner": "comet-eval",
+            "comet-eval.session": f"{ghost_pid}-ghost",
+            "comet-eval.host": os.uname().nodename,
+            "comet-eval.pid": str(ghost_pid),
+            "comet-eval.pid-start": "1",  # pid_max is small: should the pid be reused, its start time differs
+        },
+        network_mode="none",
+    )
+    ghost.start()
+    made = DockerBackend(tmp_path / "ws")  # sweeps at session start
+    try:
+        for _ in range(50):  # another xdist worker's sweep may be the one removing it, a moment later
+            if not ours(docker_client, session=f"{ghost_pid}-ghost"):
+                break
+            time.sleep(0.1)
+        assert ours(docker_client, session=f"{ghost_pid}-ghost") == []
+        assert sweep(docker_client) == 0
+    finally:
+        made.close()
+
+
+def _exited_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_an_unreachable_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
+    with pytest.raises(WorkspaceError) as caught:
+        create_backend("docker", workspace_root=tmp_path)
+    message = str(caught.value)
+    assert f"DOCKER_HOST=unix://{tmp_path}/nothing.sock" in message
+    assert "Start dockerd" in message and "--backend local" in message
+
+
+def test_workspace_is_a_docker_workspace(backend: DockerBackend, factory: TaskFactory) -> None:
+    task: Task = load_task(factory.task("kind"))
+    workspace = backend.create(task, "exp-k/kind-CONTROL-r1")
+    try:
+        assert isinstance(workspace, DockerWorkspace)
+        assert workspace.host_path.is_dir() and (workspace.host_path / "Dockerfile").is_file()
+    finally:
+        backend.destroy(workspace, keep=True)
+    assert workspace.host_path.is_dir()  # kept
+    assert workspace.container_id is None
+
+
+# --- no engine needed ----------------------------------------------------------------------------------
+
+
+def test_the_debian_mirror_comes_from_apt_sources(tmp_path: Path) -> None:
+    from scaffold.workspaces.docker.base_image import debian_mirror
+
+    parts = tmp_path / "sources.list.d"
+    parts.mkdir()
+    (parts / "nodesource.sources.disabled").write_text("Types: deb\nURIs: http://wrong\nSuites: bookworm\n")
+    (parts / "off.sources").write_text("Types: deb\nURIs: http://off\nSuites: bookworm\nEnabled: no\n")
+    (parts / "debian.sources").write_text(
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n"
+        "Components: main\n\nTypes: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n"
+    )
+    assert debian_mirror(tmp_path) == "http://mirror.example/debian"
+    (tmp_path / "sources.list").write_text(
+        "# deb http://commented bookworm main\ndeb [signed-by=/k.gpg] http://one-line/debian bookworm main\n"
+    )
+    assert debian_mirror(tmp_path) == "http://one-line/debian"
+    with pytest.raises(WorkspaceError, match="--mirror"):
+        debian_mirror(tmp_path, "trixie")
+
+
+def test_task_image_tags_are_valid_docker_names(tmp_path: Path) -> None:
+    from scaffold.workspaces.docker.images import task_image_tag
+
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "Dockerfile").write_text("FROM x\n")
+    tag = task_image_tag("My_Task.v2", tmp_path / "env", tmp_path / "env" / "Dockerfile", {"agent": "none"})
+    assert tag.startswith("comet-eval/task-my-task-v2:")
+    assert tag == task_image_tag("My_Task.v2", tmp_path / "env", tmp_path / "env" / "Dockerfile", {"agent": "none"})
+    assert tag != task_image_tag("My_Task.v2", tmp_path / "env", tmp_path / "env" / "Dockerfile", {"agent": "x"})
+
+
+@pytest.mark.docker
+def test_host_only_network_reaches_this_machine_and_nothing_else(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    import http.server
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("0.0.0.0", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    task = load_task(factory.task("hostonly"))
+    made = DockerBackend(tmp_path / "ws", network=True, network_scope="host")
+    try:
+        workspace = made.create(task, "exp-host/hostonly-CONTROL-r1")
+        attrs = made.client.containers.get(workspace.container_id).attrs
+        assert attrs["HostConfig"]["NetworkMode"] == "comet-eval-host-only"
+        assert made.client.networks.get("comet-eval-host-only").attrs["Internal"] is True
+        gateway = workspace.host_address
+        probe = (
+            "import socket, sys\n"
+            "def reach(host, port):\n"
+            "    try:\n"
+            "        socket.create_connection((host, port), timeout=2).close(); return 'open'\n"
+            "    except OSError as exc:\n"
+            "        return type(exc).__name__\n"
+            f"print(reach('{gateway}', {server.server_address[1]}), reach('1.1.1.1', 80), reach('8.8.8.8', 53))\n"
+        )
+        _, out, _ = run(workspace, ["python3", "-c", probe], tmp_path)
+        here, outside, dns = out.split()
+        assert here == "open"  # the model endpoint served on this machine
+        assert outside != "open" and dns != "open"  # the internet is not reachable
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+        server.shutdown()
+        server.server_close()

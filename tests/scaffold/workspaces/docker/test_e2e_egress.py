@@ -1,0 +1,181 @@
+"""A model endpoint elsewhere: the agent's container reaches it through the egress proxy, and nothing else.
+
+The scripted model server runs on a "far host": a network namespace reached over a veth pair, standing
+in for a provider on the internet (the harness treats its address as remote). The real Claude Code and
+Codex CLIs run in Docker containers on the internal host-only network, from where that host cannot be
+reached directly; their requests get there only through the egress proxy, which allows exactly the
+endpoint's ``host:port``. From the same kind of container any other destination is refused by the
+proxy, and a direct connection goes nowhere.
+
+Needs root and iproute2 (the namespace), Docker and the CLIs; skips locally without them, and fails
+in CI (COMET_REQUIRE_DOCKER / COMET_REQUIRE_AGENT_CLIS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scaffold.agents import create_agent
+from scaffold.cases import Case
+from scaffold.tasks import load_task
+from scaffold.workspaces.base import endpoint_of
+from scaffold.workspaces.docker import DockerBackend
+from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
+from tests.support.factories import REPO, TaskFactory, make_runner
+from tests.support.netns import FarHost
+
+pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
+
+NETNS, HOST_END, FAR_END = "comet-far", "comet-far0", "comet-far1"
+HOST_IP, FAR_IP = "10.231.78.1", "10.231.78.2"
+FAR = FarHost(NETNS, HOST_END, FAR_END, HOST_IP, FAR_IP)
+
+
+@pytest.fixture(scope="module")
+def far_host() -> Iterator[str]:
+    """A network namespace reached from this machine over a veth pair: another host, as far as the
+    containers' internal network is concerned (their packets to it would be forwarded, and Docker's
+    internal network forwards nothing)."""
+    missing = "needs root" if os.geteuid() != 0 else None if shutil.which("ip") else "ip (iproute2) is not installed"
+    if missing:
+        if os.environ.get("COMET_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"COMET_REQUIRE_DOCKER=1 but the egress test cannot run: {missing}", pytrace=False)
+        pytest.skip(f"egress test: {missing}")
+    FAR.create()
+    yield FAR_IP
+    FAR.remove()
+
+
+@contextlib.contextmanager
+def far_model_server(script: str) -> Iterator[str]:
+    """The scripted model server running on the far host; yields its base URL."""
+    serve = [sys.executable, "-m", "scaffold.modelserver", "--script", str(SCRIPTS / script), "--host", FAR_IP]
+    proc = subprocess.Popen(
+        ["ip", "netns", "exec", NETNS, *serve],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://"), proc.stderr.read() if proc.stderr else url
+        yield url
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("agent", "cli", "script", "url_key", "url_suffix"),
+    [
+        ("claude-code", "claude", "claude-skill-smoke.yaml", "ANTHROPIC_BASE_URL", ""),
+        ("codex", "codex", "codex-skill-smoke.yaml", "OPENAI_BASE_URL", "/v1"),
+    ],
+)
+def test_real_cli_reaches_a_remote_endpoint_through_the_proxy_only(
+    far_host: str,
+    docker_base_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    agent: str,
+    cli: str,
+    script: str,
+    url_key: str,
+    url_suffix: str,
+) -> None:
+    monkeypatch.setenv("PATH", require_cli(cli) + os.pathsep + os.environ["PATH"])
+    monkeypatch.delenv("COMET_DOCKER_EGRESS", raising=False)
+    with far_model_server(script) as url:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(tmp_path / "user-home"),
+            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+            "BENCH_CC_MODEL": "claude-sonnet-4-5",
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "CODEX_MODEL": "gpt-5-codex",
+            url_key: url + url_suffix,
+        }
+        runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+        runner.agent = create_agent(agent, env)
+        assert not runner.agent.network.on_this_machine  # the harness takes it for a remote provider
+        backend = DockerBackend(
+            tmp_path / "ws",
+            network=True,
+            network_scope="internet",
+            agent_install=runner.agent.install,
+            egress=runner.agent.network.endpoints,
+        )
+        runner.backend = backend
+        try:
+            record = runner.run(Case("generic-skill-smoke", "SKILL_MARKDOWN_REPORT", 1)).record
+        finally:
+            backend.close()
+    assert backend.egress == (endpoint_of(url),)
+    assert backend.network_name == "comet-eval-host-only"
+    assert record.verdict == "passed", (record.checks, record.errors, record.trajectory and record.trajectory.errors)
+    assert record.trajectory is not None and record.trajectory.skills_invoked == ("markdown-report",)
+
+
+PROBE = """\
+import socket, sys, urllib.request, urllib.error
+allowed, other = sys.argv[1], sys.argv[2]
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return str(r.status)
+    except urllib.error.HTTPError as e:
+        return str(e.code)
+    except Exception as e:
+        return type(e).__name__
+print("allowed", get(allowed))
+print("other", get(other))
+host, port = other.split("//")[1].split("/")[0].split(":")
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect((host, int(port)))
+    print("direct", "connected")
+except OSError as e:
+    print("direct", type(e).__name__)
+"""
+
+
+def test_a_container_reaches_nothing_but_the_endpoint(
+    far_host: str, docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    """From inside the agent's container: the endpoint answers, another port of the same host is refused
+    by the proxy, and a direct connection (bypassing the proxy) goes nowhere."""
+    with (
+        far_model_server("claude-skill-smoke.yaml") as allowed,
+        far_model_server("claude-skill-smoke.yaml") as other,
+    ):
+        backend = DockerBackend(tmp_path / "ws", network=True, network_scope="internet", egress=[allowed])
+        workspace = backend.create(load_task(factory.task("probe", files={"probe.py": PROBE})), "exp-e/probe")
+        try:
+            result = workspace.exec(
+                ["python3", "probe.py", f"{allowed}/health", f"{other}/health"],
+                timeout=60,
+                env={},
+                stdout_path=tmp_path / "out.log",
+                stderr_path=tmp_path / "err.log",
+            )
+            out = (tmp_path / "out.log").read_text()
+            assert result.exit_code == 0, (tmp_path / "err.log").read_text()
+            lines = dict(line.split(" ", 1) for line in out.splitlines())
+            assert lines["other"] == "403", out
+            assert lines["direct"] != "connected", out
+            assert lines["allowed"] not in ("403", "URLError", "TimeoutError"), out  # the server answered
+            assert [r.target for r in backend.egress_refusals] == [endpoint_of(other)]
+        finally:
+            backend.destroy(workspace, keep=False)
+            backend.close()

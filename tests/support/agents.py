@@ -1,0 +1,28 @@
+"""The real agent CLIs in tests: where they are, and the planted credentials the tests look for."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.factories import REPO
+
+__all__ = ["ANTHROPIC_KEY", "BIN_DIR", "OPENAI_KEY", "SCRIPTS", "require_cli"]
+
+SCRIPTS = REPO / "tests" / "data" / "e2e"
+BIN_DIR = Path(os.environ.get("COMET_AGENT_BIN_DIR", "/opt/comet-agents/node_modules/.bin"))
+ANTHROPIC_KEY = "sk-ant-e2e-planted-secret-0123456789"
+OPENAI_KEY = "sk-openai-e2e-planted-secret-9876543210"
+
+
+def require_cli(name: str) -> str:
+    found = shutil.which(name) or (str(BIN_DIR / name) if (BIN_DIR / name).exists() else None)
+    if found:
+        return str(Path(found).parent)
+    message = f"the {name} CLI is not installed (npm install --prefix /opt/comet-agents ...; see .ci/run)"
+    if os.environ.get("COMET_REQUIRE_AGENT_CLIS") == "1":
+        pytest.fail(message + " and COMET_REQUIRE_AGENT_CLIS=1 requires it")
+    pytest.skip(message)

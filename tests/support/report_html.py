@@ -1,0 +1,73 @@
+"""Trial sets with known outcomes for the report.html tests (page content and the browser test)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from scaffold.plain import plain
+from scaffold.records import TrialRecord
+from scaffold.reports.analysis import build_analysis
+from scaffold.reports.model import Analysis, TrialFiles
+from tests.support.records import changed
+from tests.support.synthetic import STREAM_FILE, synthetic_records, task_names
+
+INCLUDED: dict[str, Any] = {"category": "included", "reason": "", "source": "structured", "evidence": {}}
+EXCLUDED: dict[str, Any] = {"category": "excluded", "reason": "rate_limited", "source": "structured", "evidence": {}}
+
+# outcome(task index, treatment, trial) -> "passed" | "failed" | "excluded"
+Outcome = Callable[[int, str, int], str]
+
+
+def trial_set(tasks: int, treatments: Sequence[str], trials: int, outcome: Outcome) -> list[TrialRecord]:
+    """Synthetic records (realistic fields) whose verdicts are exactly *outcome*'s."""
+    names = task_names(tasks)
+    records = []
+    for record in synthetic_records(names, treatments, trials, excluded_share=0.0, flagged_share=0.0):
+        result = outcome(names.index(record.task), record.treatment, record.trial)
+        if result == "excluded":
+            record = changed(record, verdict="error", noise=EXCLUDED, weighted_score=None, dimensions=())
+        else:
+            score = 1.0 if result == "passed" else 0.2
+            dims = [{**plain(d), "score": score if d.score is not None else None} for d in record.dimensions]
+            record = changed(record, verdict=result, noise=INCLUDED, weighted_score=score, dimensions=dims)
+        records.append(record)
+    return records
+
+
+def rename(records: Sequence[TrialRecord], tasks: dict[str, str], treatments: dict[str, str]) -> list[TrialRecord]:
+    """The same trials under other task and treatment names (case ids follow, as the runner makes them)."""
+    out = []
+    for r in records:
+        task, treatment = tasks.get(r.task, r.task), treatments.get(r.treatment, r.treatment)
+        out.append(changed(r, task=task, treatment=treatment, case_id=f"{task}-{treatment}-r{r.trial}"))
+    return out
+
+
+def files_of(records: Sequence[TrialRecord], prefix: str = "exp/trials") -> dict[tuple[str, str], TrialFiles]:
+    """Links as the report writer makes them: relative to the report's folder."""
+    return {
+        (r.experiment_id, r.case_id): TrialFiles(
+            f"{prefix}/{r.case_id}/record.json", (f"{prefix}/{r.case_id}/{STREAM_FILE}",)
+        )
+        for r in records
+    }
+
+
+def analysis_of(records: Sequence[TrialRecord], baseline: str = "CONTROL") -> Analysis:
+    return build_analysis(records, baseline=baseline, files=files_of(records))
+
+
+def layout_outcome(task: int, treatment: str, trial: int) -> str:
+    """CONTROL fails everything, SKILL_A passes everything, SKILL_B passes a different share per task
+    (0 to 4 of 4 trials), so its intervals have a width; task 11 of SKILL_B is all excluded (N/A)."""
+    if treatment == "CONTROL":
+        return "failed"
+    if treatment == "SKILL_A":
+        return "passed"
+    if task == 11:
+        return "excluded"
+    return "passed" if trial <= task % 5 else "failed"
+
+
+LAYOUT_TREATMENTS = ("CONTROL", "SKILL_A", "SKILL_B")
