@@ -33,7 +33,7 @@ from scaffold.experiment import Experiment  # noqa: E402
 from scaffold.tasks import load_catalog  # noqa: E402
 from scaffold.treatments import load_treatments  # noqa: E402
 from scaffold.trial import Runner, Settings  # noqa: E402
-from scaffold.workspaces import create_backend  # noqa: E402
+from scaffold.workspaces.backends import create_backend  # noqa: E402
 
 CHECK = """\
 from pathlib import Path

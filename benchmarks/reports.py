@@ -1,6 +1,6 @@
 """Reports benchmark: the time to produce every report of a 100,000-trial experiment, and report.html's size.
 
-Generates ``--tasks`` x ``--treatments`` x ``--trials`` synthetic trial records (scaffold.reports.synthetic:
+Generates ``--tasks`` x ``--treatments`` x ``--trials`` synthetic trial records (tests/support/synthetic.py:
 realistic records of about 3.9 KB with generic-rubric dimensions, noise, tokens and cost, and a raw stream
 file per trial) into an experiment directory in a temporary folder, then measures:
 
@@ -36,14 +36,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from scaffold.records import gc_paused
-from scaffold.reports.analysis import build_analysis
-from scaffold.reports.comparison import render_comparison
-from scaffold.reports.html import render_html
-from scaffold.reports.load import load_experiments
-from scaffold.reports.results import result_lines
-from scaffold.reports.summary import render_summary
-from tests.support.synthetic import synthetic_records, task_names, treatment_names, write_experiment
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the synthetic records come from the test support package
+
+from scaffold.record_files import gc_paused  # noqa: E402
+from scaffold.reports.analysis import build_analysis  # noqa: E402
+from scaffold.reports.comparison import render_comparison  # noqa: E402
+from scaffold.reports.html import render_html  # noqa: E402
+from scaffold.reports.load import load_experiments  # noqa: E402
+from scaffold.reports.results import result_lines  # noqa: E402
+from scaffold.reports.summary import render_summary  # noqa: E402
+from tests.support.synthetic import synthetic_records, task_names, treatment_names, write_experiment  # noqa: E402
 
 TIME_GOAL_S = 10.0
 SIZE_GOAL = 2_000_000
@@ -71,7 +74,7 @@ def _steps(experiment: Path, out: Path, times: dict[str, list[float]]) -> int:
         times,
         lambda: build_analysis(loaded.records, problems=loaded.problems, files=loaded.files),
     )
-    summary = timed("summary.md", times, lambda: render_summary(title, loaded.records, loaded.problems, analysis))
+    summary = timed("summary.md", times, lambda: render_summary(analysis, title))
     comparison = timed("comparison_report.md", times, lambda: render_comparison(analysis, title))
     results = timed("results.jsonl", times, lambda: "".join(result_lines(loaded.records, loaded.files)))
     page = timed("report.html (render_html)", times, lambda: render_html(analysis))

@@ -12,6 +12,7 @@ is pure. Schema changes bump ``SCHEMA_VERSION``; readers refuse versions they do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -114,8 +115,17 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     written so reports need not list 100,000 folders. Required, as ``noise`` is."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form: plain data in field order; the trajectory also carries ``tool_call_count``."""
-        data: dict[str, Any] = plain(self)
+        """The JSON form: plain data (lists, not tuples) in field order; the trajectory also carries
+        ``tool_call_count``."""
+        return self._builtins(plain(self))
+
+    def to_json(self) -> str:
+        """The JSON text of a record file: indented, UTF-8 kept as is, a final newline. Encoded from the
+        builtins directly (JSON writes tuples as lists, so they need not become lists first)."""
+        data = self._builtins(msgspec.to_builtins(self))
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+    def _builtins(self, data: dict[str, Any]) -> dict[str, Any]:
         if self.trajectory is not None:
             data["trajectory"]["tool_call_count"] = len(self.trajectory.tool_calls)
         return data

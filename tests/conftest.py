@@ -60,3 +60,22 @@ def docker_base_image(docker_client: Any) -> str:
 
     build_base_image(BASE_TAG, client=docker_client, log=lambda message: print(f"[docker base image] {message}"))
     return BASE_TAG
+
+
+# --- slow tests ----------------------------------------------------------------------------------------------
+
+SLOW_S = 20.0
+"""Tests that take this long or more are marked ``slow`` (they still run in every CI run)."""
+_unmarked_slow: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" and report.duration >= SLOW_S and "slow" not in report.keywords:
+        _unmarked_slow.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _unmarked_slow:
+        terminalreporter.section(f"tests of {SLOW_S:g} s or more without the slow marker", yellow=True)
+        for nodeid, duration in sorted(_unmarked_slow, key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{duration:6.1f}s  {nodeid}  (mark it @pytest.mark.slow)")

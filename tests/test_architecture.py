@@ -261,3 +261,13 @@ def test_no_probing_of_workspace_or_agent_members() -> None:
                 if any(word in target for word in ("workspace", "agent", "backend", "simulator")):
                     probes.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
     assert probes == []
+
+
+def test_no_two_public_types_share_a_name() -> None:
+    """A name means one thing in the project (a record's Verdict is not a report's verdict)."""
+    defined: dict[str, list[str]] = {}
+    for module, path in MODULES.items():
+        for node in ast.parse(path.read_text(), str(path)).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                defined.setdefault(node.name, []).append(module)
+    assert {name: where for name, where in defined.items() if len(where) > 1} == {}

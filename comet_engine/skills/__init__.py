@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from comet_engine.skills.package import (
     ACTION_TYPES,
-    Guardrails,
+    PackageGuardrails,
     RuntimeCheck,
     SkillPackage,
     load_package,
@@ -20,7 +20,7 @@ from comet_engine.skills.snapshot import Snapshot, load_snapshot, skill_hash, wr
 __all__ = [
     "ACTION_TYPES",
     "BUILTIN_ROOT",
-    "Guardrails",
+    "PackageGuardrails",
     "Resolved",
     "RuntimeCheck",
     "SkillPackage",

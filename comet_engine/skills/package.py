@@ -35,7 +35,7 @@ __all__ = [
     "ACTION_TYPES",
     "DEFAULT_MAX_ITERATIONS",
     "DEFAULT_MAX_RETRIES",
-    "Guardrails",
+    "PackageGuardrails",
     "RuntimeCheck",
     "ScriptSource",
     "SkillPackage",
@@ -56,7 +56,7 @@ _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
-class Guardrails:
+class PackageGuardrails:
     """The effective guardrails: ``guardrails.yaml`` over the seed's defaults. Nothing relaxes them later."""
 
     allowed_skills: tuple[str, ...]
@@ -96,7 +96,7 @@ class SkillPackage:
     root: Path
     skill_md: str
     definition: SkillModel
-    guardrails: Guardrails
+    guardrails: PackageGuardrails
     checks: tuple[RuntimeCheck, ...]
     checks_file: str | None
     eval_manifest: Mapping[str, Any] | None
@@ -167,7 +167,7 @@ def load_package(root: Path) -> SkillPackage:
     guardrails_model = _validate(GuardrailsModel, raw_guardrails, control / "guardrails.yaml", problems)
     checks_model = _validate(ChecksFileModel, raw_checks, control / (checks_name or "checks.yaml"), problems)
 
-    guardrails = Guardrails((), (), ())
+    guardrails = PackageGuardrails((), (), ())
     checks: tuple[RuntimeCheck, ...] = ()
     scripts: tuple[ScriptSource, ...] = ()
     if definition is not None:
@@ -407,13 +407,15 @@ def _scripts(root: Path, definition: SkillModel, problems: list[str]) -> tuple[S
     return tuple(sorted(found, key=lambda s: s.path))
 
 
-def _guardrails(definition: SkillModel, model: GuardrailsModel | None, path: Path, problems: list[str]) -> Guardrails:
+def _guardrails(
+    definition: SkillModel, model: GuardrailsModel | None, path: Path, problems: list[str]
+) -> PackageGuardrails:
     skills = tuple(definition.skills)
     agents = tuple(definition.agents)
     tools = tuple(_tool(t).name for t in definition.tools)
     confirm = tuple(t.name for t in (_tool(t) for t in definition.tools) if t.requires_confirmation)
     if model is None:
-        return Guardrails(skills, agents, tools, confirmation_required_for=confirm)
+        return PackageGuardrails(skills, agents, tools, confirmation_required_for=confirm)
     declared = {
         "allowedSkills": skills,
         "allowedAgents": agents,
@@ -436,7 +438,7 @@ def _guardrails(definition: SkillModel, model: GuardrailsModel | None, path: Pat
                 )
     # A tool marked requiresConfirmation in skill.yaml keeps needing it: guardrails may add, never remove.
     confirmation = tuple(dict.fromkeys([*confirm, *(model.confirmation_required_for or ())]))
-    return Guardrails(
+    return PackageGuardrails(
         allowed_skills=skills if model.allowed_skills is None else tuple(model.allowed_skills),
         allowed_agents=agents if model.allowed_agents is None else tuple(model.allowed_agents),
         allowed_tools=tools if model.allowed_tools is None else tuple(model.allowed_tools),

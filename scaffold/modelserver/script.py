@@ -30,6 +30,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import LoadError, Problem
+from scaffold.hashing import canonical_json
 from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
 
 __all__ = [
@@ -42,8 +43,8 @@ __all__ = [
     "ScriptError",
     "ScriptedError",
     "ScriptedResponse",
-    "TokenUsage",
-    "ToolCall",
+    "ScriptedToolCall",
+    "ScriptedUsage",
     "Usage",
     "body_chars",
     "chunks",
@@ -69,7 +70,7 @@ class ScriptError(LoadError):
     """A script file for the scripted model server is invalid."""
 
 
-class ToolCall(Model):
+class ScriptedToolCall(Model):
     """One tool call: the tool's name as the agent knows it and its input, echoed as given."""
 
     name: NonEmptyStr
@@ -105,7 +106,7 @@ class ScriptedResponse(Model):
 
     error: ScriptedError | None = None
     text: Text = ""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ScriptedToolCall, ...] = ()
     usage: Usage | None = None
 
 
@@ -281,7 +282,7 @@ def count_turns(history: Sequence[HistoryItem], conversation: int | None = None,
 
 
 @dataclass(frozen=True, slots=True)
-class TokenUsage:
+class ScriptedUsage:
     """Resolved token counts, in Anthropic's sense (input excludes cache reads and writes)."""
 
     input_tokens: int
@@ -314,7 +315,7 @@ class Answer:
     id: str
     text: str
     calls: tuple[PlannedCall, ...]
-    usage: TokenUsage
+    usage: ScriptedUsage
     conversation: int | None = None
     turn: int | None = None
     notes: dict[str, Any] = field(default_factory=dict)
@@ -434,7 +435,7 @@ def _text_answer(
 
 def _usage(
     base: Usage | None, own: Usage | None, view: RequestView, text: str, calls: Sequence[PlannedCall]
-) -> TokenUsage:
+) -> ScriptedUsage:
     def pick(name: str, default: int) -> int:
         for source in (own, base):
             value = getattr(source, name, None) if source is not None else None
@@ -443,7 +444,7 @@ def _usage(
         return default
 
     out_chars = len(text) + sum(len(c.name) + len(c.arguments()) for c in calls)
-    return TokenUsage(
+    return ScriptedUsage(
         input_tokens=pick("input_tokens", max(1, view.size_chars // 4)),
         output_tokens=pick("output_tokens", max(1, out_chars // 4)),
         cache_read_input_tokens=pick("cache_read_input_tokens", 0),
@@ -488,4 +489,4 @@ def estimate_tokens(body: object) -> int:
 
 def fingerprint(body: object) -> str:
     """A short stable hash of a request body, for ids of answers outside the script."""
-    return _digest(json.dumps(body, ensure_ascii=False, sort_keys=True))[:16]
+    return _digest(canonical_json(body))[:16]

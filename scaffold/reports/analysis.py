@@ -31,8 +31,8 @@ from scaffold.reports.model import (
     JudgeRow,
     PassK,
     RawTotals,
-    Runtime,
     Spend,
+    Timing,
     TreatmentReport,
     TrialFiles,
     TrialLink,
@@ -419,14 +419,14 @@ def _spend(acc: _Acc, treatment: str) -> Spend:
     )
 
 
-def _runtime(acc: _Acc, treatment: str) -> Runtime:
+def _runtime(acc: _Acc, treatment: str) -> Timing:
     durations = sorted(acc.durations.get(treatment, []))
     phases = {name: math.fsum(v) / len(v) for name, v in acc.phases.get(treatment, {}).items() if v}
     if not durations:
-        return Runtime(0, 0.0, None, None, None, None, phases)
+        return Timing(0, 0.0, None, None, None, None, phases)
     n = len(durations)
     total = math.fsum(durations)
-    return Runtime(
+    return Timing(
         trials=n,
         total_s=total,
         mean_s=total / n,

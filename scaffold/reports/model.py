@@ -44,8 +44,8 @@ __all__ = [
     "Label",
     "PassK",
     "RawTotals",
-    "Runtime",
     "Spend",
+    "Timing",
     "TreatmentReport",
     "TreatmentVerdict",
     "TrialFiles",
@@ -205,7 +205,7 @@ class Spend:
 
 
 @dataclass(frozen=True, slots=True)
-class Runtime:
+class Timing:
     """Wall-clock seconds per trial on the analysis set; every figure None without trials."""
 
     trials: int
@@ -235,7 +235,7 @@ class TreatmentReport:
     passk: tuple[PassK, ...]
     """One row per k of ``Analysis.plan.ks`` (analysis set)."""
     spend: Spend
-    runtime: Runtime
+    runtime: Timing
     totals: RawTotals
     """Pooled raw-set totals (summary.md's "By treatment")."""
 

@@ -98,7 +98,13 @@ def listener() -> Iterator[Listener]:
     server.close()
 
 
-@pytest.fixture(params=["local", "docker-bind", "docker-copy"])
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("docker-bind", marks=pytest.mark.docker),
+        pytest.param("docker-copy", marks=pytest.mark.docker),
+    ]
+)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "local":
         if not IsolatedNetwork.make().available and os.environ.get("COMET_CI") != "1":
