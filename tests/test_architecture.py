@@ -271,3 +271,31 @@ def test_no_two_public_types_share_a_name() -> None:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 defined.setdefault(node.name, []).append(module)
     assert {name: where for name, where in defined.items() if len(where) > 1} == {}
+
+
+def direct_imports(module: str) -> list[str]:
+    """The project modules *module* names in its import statements (as docs/architecture.md lists them)."""
+    found = set()
+    for name in imported(MODULES, module):
+        while name and name not in MODULES:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            found.add(name)
+    return sorted(found)
+
+
+def test_the_architecture_document_lists_every_module_with_its_imports() -> None:
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows: dict[str, tuple[str, str]] = {}
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")] if line.startswith("| `") else []
+        if len(cells) == 3:
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    assert sorted(rows) == sorted(MODULES), "modules missing from or gone but still in docs/architecture.md"
+    wrong = []
+    for module, (job, listed) in rows.items():
+        expected = ", ".join(direct_imports(module)) or "—"
+        if listed != expected:
+            wrong.append(f"| `{module}` | {job} | {expected} |")
+        assert job and (job.startswith("I/O.") == is_io(module)), f"{module}: a job, marked I/O. exactly when it is"
+    assert wrong == [], "update these rows of docs/architecture.md:\n" + "\n".join(wrong)

@@ -82,5 +82,5 @@ def result_lines(
     for record in ordered:
         row = result_row(record, files.get((record.experiment_id, record.case_id)))
         # orjson: compact UTF-8 with the newline, about five times faster than json.dumps per line. Every
-        # number in a row went through finite_number, so no NaN reaches it (orjson would write null).
+        # number in a row went through known(), so no NaN reaches it (orjson would write null).
         yield orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
