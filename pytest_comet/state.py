@@ -7,14 +7,14 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import pytest
 
 from scaffold.errors import CometError
 
 if TYPE_CHECKING:
-    from scaffold.session import HarnessSession
+    from scaffold.session import HarnessSession, Options
 
 __all__ = ["STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
 
@@ -67,7 +67,7 @@ class PluginState:
             raise pytest.UsageError(str(exc)) from None
 
 
-def _options(config: pytest.Config) -> Any:
+def _options(config: pytest.Config) -> Options:
     from scaffold.session import Options
 
     def paths(name: str) -> tuple[Path, ...]:

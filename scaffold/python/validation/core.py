@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -28,12 +29,21 @@ __all__ = ["RESULTS_FILE", "run_checks", "write_test_results"]
 def write_test_results(results: Mapping[str, Any], path: str | os.PathLike[str] = RESULTS_FILE) -> Path:
     """Write *results* as JSON to *path* (default ``_test_results.json`` in the working directory).
 
-    The write is atomic (temporary file, then rename) so the harness never reads half a file.
+    The write is atomic (a temporary file of its own beside *path*, then a rename) so the harness never
+    reads half a file, and two writers never share a temporary file.
     """
     target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(json.dumps(dict(results), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    # Named by process and thread, created exclusively: unique without importing tempfile, which would
+    # cost every validation script a few milliseconds of start-up.
+    tmp = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(results), indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return target
 
 

@@ -255,3 +255,31 @@ def test_validation_logs_are_kept_with_the_trial(factory: TaskFactory, tmp_path:
     log = outcome.record_path.parent / "validation" / "check.py.stdout.log"
     assert "hello from validation" in log.read_text()
     assert outcome.record.verdict == status
+
+
+def test_results_written_by_several_threads_at_once_never_collide(tmp_path: Path) -> None:
+    """Each writer has a temporary file of its own: the results file is always one whole document."""
+    import json
+    import threading
+
+    from scaffold.python.validation.core import write_test_results
+
+    target = tmp_path / "_test_results.json"
+    errors: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            for i in range(50):
+                write_test_results({"passed": [f"writer {n} round {i}"]}, target)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert json.loads(target.read_text())["passed"][0].startswith("writer ")
+    assert [p.name for p in tmp_path.iterdir()] == ["_test_results.json"]  # no temporary file left
+    assert target.stat().st_mode & 0o777 == 0o644
