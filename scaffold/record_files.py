@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from scaffold.atomic import write_text_atomic
+from scaffold.atomic import write_json_atomic
 from scaffold.errors import RecordError
 from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.records import SCHEMA_VERSION, STREAM_PREFIX, TrialRecord, decode_record
@@ -50,7 +50,7 @@ def read_record(path: Path | str) -> TrialRecord:
 
 def write_record(path: Path, record: TrialRecord) -> Path:
     """Write *record* to *path* atomically (scaffold.atomic), as indented JSON."""
-    return write_text_atomic(path, record.to_json())
+    return write_json_atomic(path, record.to_builtins())
 
 
 def upgrade(data: Any, *, source: Path | str = "record", folder: str | Path | None = None) -> TrialRecord:

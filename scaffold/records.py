@@ -12,7 +12,6 @@ is pure. Schema changes bump ``SCHEMA_VERSION``; readers refuse versions they do
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -117,17 +116,15 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: plain data (lists, not tuples) in field order; the trajectory also carries
         ``tool_call_count``."""
-        return self._builtins(plain(self))
+        return self._counted(plain(self))
 
-    def to_json(self) -> str:
-        """The JSON text of a record file: indented, UTF-8 kept as is, a final newline. Encoded from the
-        builtins directly (JSON writes tuples as lists, so they need not become lists first)."""
-        data = self._builtins(msgspec.to_builtins(self))
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    def to_builtins(self) -> dict[str, Any]:
+        """The same data with tuples left as tuples: what a JSON encoder needs, without the copy into lists."""
+        return self._counted(msgspec.to_builtins(self))
 
-    def _builtins(self, data: dict[str, Any]) -> dict[str, Any]:
+    def _counted(self, data: dict[str, Any]) -> dict[str, Any]:
         if self.trajectory is not None:
-            data["trajectory"]["tool_call_count"] = len(self.trajectory.tool_calls)
+            self.trajectory.counted(data["trajectory"])
         return data
 
 

@@ -77,6 +77,9 @@ class Trajectory(msgspec.Struct, frozen=True, gc=False):
 
     def summary(self) -> dict[str, Any]:
         """The JSON-ready form stored in trial records: every field, then ``tool_call_count``."""
-        data: dict[str, Any] = plain(self)
+        return self.counted(plain(self))
+
+    def counted(self, data: dict[str, Any]) -> dict[str, Any]:
+        """*data* (this trajectory as builtins) with the derived ``tool_call_count`` its JSON form ends with."""
         data["tool_call_count"] = len(self.tool_calls)
         return data

@@ -21,6 +21,7 @@ The validation phase (``begin_validation``) under the strict policy:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -68,7 +69,6 @@ class LocalWorkspace(HostFiles):
         self._shim = shim
         self._network = network
         self._since = last_pid()  # processes started after this one may be the agent's
-        self._offline = False
         self.policy: ValidationPolicy | None = None
         """The policy validation began with; None during the agent's phase."""
 
@@ -97,7 +97,6 @@ class LocalWorkspace(HostFiles):
         self.policy = policy
         if policy is ValidationPolicy.STRICT:
             end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since)
-            self._offline = True
 
     def exec(
         self,
@@ -110,13 +109,10 @@ class LocalWorkspace(HostFiles):
     ) -> ProcessResult:
         (self._path / ".tmp").mkdir(exist_ok=True)
         full_env = {**base_environment(self._path), **env}
-        if not (self._offline and self._network is not None):
+        network = self._network if self.policy is ValidationPolicy.STRICT else None
+        with network.entered(argv) if network is not None else contextlib.nullcontext(argv) as command:
             return run_process(
-                argv, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
-            )
-        with self._network.entered(argv) as offline:
-            return run_process(
-                offline, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
+                command, cwd=self._path, env=full_env, timeout=timeout, stdout_path=stdout_path, stderr_path=stderr_path
             )
 
 
