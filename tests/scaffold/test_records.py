@@ -21,7 +21,7 @@ from scaffold.reports.summary import render_summary
 from scaffold.rubrics import Dimension
 from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 from scaffold.validation.results import ValidationCheck
-from tests.support.records import record_of
+from tests.support import records as support
 
 
 def record(task: str, treatment: str, trial: int, verdict: str, score: float | None, **extra: Any) -> TrialRecord:
@@ -32,23 +32,9 @@ def record(task: str, treatment: str, trial: int, verdict: str, score: float | N
             {"name": "skill_invocation", "weight": 1.0, "score": None, "reason": "N/A"},
         ),
     )
-    return record_of(
-        {
-            "experiment_id": "e",
-            "case_id": f"{task}-{treatment}-r{trial}",
-            "task": task,
-            "treatment": treatment,
-            "trial": trial,
-            "config": {},
-            "config_hash": "sha256:x",
-            "verdict": verdict,
-            "weighted_score": score,
-            "duration_s": extra.pop("duration_s", 1.0),
-            "dimensions": dims,
-            "noise": {"category": "included"},
-            "streams": extra.pop("streams", ()),
-            **extra,
-        }
+    duration = extra.pop("duration_s", 1.0)
+    return support.rec(
+        task, treatment, trial, verdict, score=score, experiment="e", dimensions=dims, duration_s=duration, **extra
     )
 
 

@@ -107,7 +107,10 @@ def listener() -> Iterator[Listener]:
 )
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "local":
-        if not IsolatedNetwork.make().available and os.environ.get("COMET_CI") != "1":
+        probe = IsolatedNetwork.make()
+        available = probe.available
+        probe.close()
+        if not available and os.environ.get("COMET_CI") != "1":
             pytest.skip("this machine gives the local backend no network namespace (see IsolationWarning)")
         made: Backend = LocalBackend(tmp_path / "ws")
     else:
