@@ -12,16 +12,19 @@ expressions, which decide the exit status (pytest_comet.reporter says how).
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import os
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterator, Mapping
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
 from pytest_comet.reporter import Reporter
 from pytest_comet.state import STATE, WORKERINPUT_KEY, plugin_state
-from scaffold.errors import CometError
+from scaffold.errors import CometError, InputWarning
 
 if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
@@ -38,116 +41,131 @@ CASE_FIXTURE = "comet_case"
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("comet", "comet-eval trials (active only in suites using the comet_trial fixture)")
-    group.addoption(
+    add = _OptionAdder(group, pluginmanager)
+    add(
         "--task",
         action="append",
         default=[],
         metavar="NAMES",
         help="tasks to run: comma list, a trailing * matches a prefix (default: every task)",
     )
-    group.addoption(
+    add(
         "--treatment",
         action="append",
         default=[],
         metavar="NAMES",
         help="treatments to run: comma list with * prefixes (default: each task's default_treatments)",
     )
-    if not _repeat_owns_count(pluginmanager):
-        group.addoption("--count", type=int, default=1, metavar="N", help="trials per (task, treatment)")
-    group.addoption(
-        "--agent",
-        default=os.environ.get("BENCH_EVAL_AGENT") or "oracle",
-        metavar="NAME",
-        help="agent: oracle (reference solution), nop (does nothing); default $BENCH_EVAL_AGENT or oracle",
+    # No default: when pytest-repeat owns --count, its value is read instead (pytest_comet.state).
+    add(
+        "--count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="trials per (task, treatment) (default: 1; pytest-repeat's --count is read as this)",
     )
-    group.addoption("--backend", default="local", metavar="NAME", help="workspace backend (default: local)")
-    group.addoption(
+    add(
+        "--agent",
+        default=None,  # decided with the session: $BENCH_EVAL_AGENT (environment, then ~/.comet/eval/.env)
+        metavar="NAME",
+        help="agent: oracle (reference solution), nop (does nothing), claude-code, codex, ...; "
+        "default $BENCH_EVAL_AGENT (environment or ~/.comet/eval/.env), else oracle",
+    )
+    add("--backend", default="local", metavar="NAME", help="workspace backend (default: local)")
+    add(
         "--profile",
         default=None,
         metavar="NAME",
         help="evaluation profile for every task (default: the task's, else inferred)",
     )
-    group.addoption("--model", default=None, metavar="NAME", help="the agent's model (default: its *_MODEL variables)")
-    group.addoption(
+    add("--model", default=None, metavar="NAME", help="the agent's model (default: its *_MODEL variables)")
+    add(
         "--base-url",
         default=None,
         metavar="URL",
         help="the agent's model API base URL (default: its *_BASE_URL variables)",
     )
-    group.addoption(
+    add(
         "--tasks-dir",
         action="append",
         default=[],
         metavar="DIR",
-        help="another tasks folder (with index.yaml), besides local/tasks",
+        help="a tasks folder (with index.yaml); repeatable; replaces the default local/tasks",
     )
-    group.addoption(
+    add(
         "--treatments-dir",
         action="append",
         default=[],
         metavar="DIR",
-        help="another treatments folder, besides local/treatments",
+        help="a treatments folder; repeatable; replaces the default (treatments/ beside each tasks folder)",
     )
-    group.addoption(
+    add(
         "--skill-base",
         action="append",
         default=[],
         metavar="NAME=DIR",
         help="folder of named skill snapshots used by treatment entries with base: NAME",
     )
-    group.addoption(
+    add(
         "--skill-path",
         default=None,
         metavar="DIR",
         help="a skill folder to evaluate as treatment DYNAMIC_SKILL (beside CONTROL)",
     )
-    group.addoption(
+    add(
         "--skill-name",
         default=None,
         metavar="NAME",
         help="name to install --skill-path under (default: its folder name)",
     )
-    group.addoption(
+    add(
         "--experiment-id",
         default=None,
         metavar="ID",
         help="experiment to write to; an existing one is resumed (default: a new id)",
     )
-    group.addoption(
+    add(
         "--rerun-errors",
         action="store_true",
         default=False,
         help="when resuming, run again the trials whose verdict was error",
     )
-    group.addoption("--logs-dir", default=None, metavar="DIR", help="where experiments go (default: local/logs)")
-    group.addoption(
+    add("--logs-dir", default=None, metavar="DIR", help="where experiments go (default: local/logs)")
+    add(
         "--workspace-root",
         default=None,
         metavar="DIR",
         help="where trial workspaces are made (default: $TMPDIR/comet-eval)",
     )
-    group.addoption(
+    add(
         "--baseline",
         default="CONTROL",
         metavar="NAME",
         help="treatment the reports compare against; its failing trials do not fail a session without --gate",
     )
-    group.addoption(
+    add(
         "--gate",
         action="append",
         default=[],
         metavar="EXPR",
         help="quality gate deciding the exit status, e.g. 'SKILL not worse than CONTROL', 'pass@1 of SKILL >= 0.8'",
     )
-    group.addoption("--html", action="store_true", default=False, help="also write report.html")
-    group.addoption(
+    add("--html", action="store_true", default=False, help="also write report.html")
+    add(
         "--report-config",
         default=None,
         metavar="FILE",
         help='report outputs as JSON, {"report_outputs": {"markdown": true, "html": true}} '
         "(default: $COMET_EVAL_REPORT_CONFIG)",
     )
-    group.addoption(
+    add(
+        "--allow-mixed",
+        action="store_true",
+        default=False,
+        help="report treatments of this experiment that differ in more than the treatment (agent, model, "
+        "backend, ...): verdicts say 'not comparable', never improvement or regression",
+    )
+    add(
         "--keep-workspaces",
         default="failed",
         choices=("failed", "all", "none"),
@@ -155,17 +173,67 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
 
 
-def _repeat_owns_count(pluginmanager: pytest.PytestPluginManager) -> bool:
-    """Whether pytest-repeat registers ``--count`` in this session (then we read its value).
+class _OptionAdder:
+    """Registers each option as ``--comet-NAME``, which always works, and under the seed's ``--NAME`` too
+    unless another plugin claims that name.
 
-    ``pytest_addoption`` runs as each plugin registers, so pytest-repeat may not be loaded yet: look at
-    what will be loaded rather than what is.
+    The plugin loads in every pytest session of an environment, so its option names share one namespace
+    with every other plugin there (pytest-html's ``--html``, pytest-base-url's ``--base-url``, pulled in
+    by pytest-playwright and pytest-selenium; pytest-repeat's ``--count``): argparse refuses a second
+    registration, and that failure would end every pytest run in the environment. Plugins register in
+    an order we do not control, so a name is left to the other plugin both when it is registered already
+    (its ``pytest_addoption`` ran first: our registration fails and is retried without the name) and when
+    it will be (a known owner among the ``pytest11`` entry points still to load, and not blocked with
+    ``-p no:NAME``). Our destinations are ``comet_*`` names, so a value given to the other plugin's
+    option (a web app's ``--base-url``) never reaches the harness as ours.
     """
-    if pluginmanager.has_plugin("repeat") or pluginmanager.has_plugin("pytest_repeat"):
-        return True
-    if pluginmanager.is_blocked("repeat") or os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+
+    def __init__(self, group: pytest.OptionGroup, pluginmanager: pytest.PytestPluginManager) -> None:
+        self._group = group
+        self._pluginmanager = pluginmanager
+        self._entry_points: frozenset[str] | None = None
+
+    def __call__(self, seed: str, **attrs: Any) -> None:
+        word = seed.removeprefix("--")
+        prefixed = f"--comet-{word}"
+        attrs["dest"] = "comet_" + word.replace("-", "_")
+        if os.environ.get(SHORT_OPTIONS_ENV) != "0" and not self._claimed(seed):
+            try:
+                self._group.addoption(seed, prefixed, **attrs)
+                return
+            except (ValueError, argparse.ArgumentError):
+                pass  # a plugin registered before this one took the name
+        self._group.addoption(prefixed, **attrs)
+
+    def _claimed(self, option: str) -> bool:
+        """Whether a plugin that registers *option* is loaded or will be loaded in this session.
+
+        ``pytest_addoption`` runs as each plugin registers, so the owner may not be loaded yet: look at
+        what will be loaded (entry points, unless autoloading is off or the plugin is blocked) too.
+        """
+        for owner in CLAIMED_OPTIONS.get(option, ()):
+            if self._pluginmanager.has_plugin(owner):
+                return True
+            if self._pluginmanager.is_blocked(owner) or os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+                continue
+            if self._entry_points is None:
+                self._entry_points = frozenset(ep.name for ep in metadata.entry_points(group="pytest11"))
+            if owner in self._entry_points:
+                return True
         return False
-    return any(ep.name == "repeat" for ep in metadata.entry_points(group="pytest11"))
+
+
+SHORT_OPTIONS_ENV: Final = "COMET_EVAL_SHORT_OPTIONS"
+"""``0``: register only the ``--comet-`` forms, for a plugin not listed in CLAIMED_OPTIONS that takes one of
+the seed's names after this plugin registered it. Read from the process environment alone: reading
+``~/.comet/eval/.env`` here would cost every pytest session of the environment an import of python-dotenv."""
+CLAIMED_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
+    "--html": ("html",),  # pytest-html
+    "--base-url": ("base_url",),  # pytest-base-url (pytest-playwright, pytest-selenium)
+    "--count": ("repeat", "pytest_repeat"),  # pytest-repeat, a dependency: its --count is read as ours
+    "--profile": ("profiling",),  # pytest-profiling (a flag there)
+}
+"""Seed option names that common plugins also register, with those plugins' ``pytest11`` entry point names."""
 
 
 # --- configure ---------------------------------------------------------------------------------------
@@ -179,11 +247,35 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class _XdistHooks:
-    """Registered only when pytest-xdist is present: hand the controller's experiment id to workers."""
+    """Registered only when pytest-xdist is present: hand the controller's experiment id to workers, and
+    sweep what a crashed worker left."""
+
+    def __init__(self) -> None:
+        self.crashed: pytest.Config | None = None
 
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = plugin_state(node.config).experiment_id()
+
+    @pytest.hookimpl
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        # A crashed worker never closes its backend, and the workers that would sweep what it left may
+        # have closed already: the controller sweeps now (the dead worker, a zombie until xdist tears
+        # down, counts as gone), and again at its session end, in case the worker was still dying (not
+        # yet a zombie) at the first. A failure here must not end the controller: the next session sweeps.
+        if error is not None:
+            self.crashed = node.config
+            self._sweep(node.config)
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self) -> None:
+        if self.crashed is not None:
+            self._sweep(self.crashed)
+
+    @staticmethod
+    def _sweep(config: pytest.Config) -> None:
+        with contextlib.suppress(CometError):
+            plugin_state(config).session.sweep_crashed()
 
 
 # --- collection ----------------------------------------------------------------------------------------
@@ -206,6 +298,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         state.usage_error = exc
         return
     metafunc.parametrize(CASE_FIXTURE, cases, ids=[case.id for case in cases])
+    # Broken input files this run does not use: warned while the test file is collected, so the warnings
+    # summary shows them and -W error::scaffold.errors.InputWarning makes them a collection error.
+    workerinput = getattr(metafunc.config, "workerinput", None)
+    if workerinput is None or workerinput.get("workerid") == "gw0":  # once per session: xdist relays it
+        for message in state.use(state.session.input_warnings):
+            warnings.warn(InputWarning(message), stacklevel=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config) -> None:

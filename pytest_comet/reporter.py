@@ -9,6 +9,13 @@ default CONTROL) are observed, not tested: a baseline trial that does not pass i
 With ``--gate``: the gates answer. The session fails when a gate fails (or cannot be evaluated), or an
 item could not run at all (an invalid task); failed trials still show as failed tests, so ``--lf``
 works, but they do not decide the exit status on their own.
+
+Record files that cannot be read (damaged, or from an earlier run of a resumed experiment) never end the
+session in a traceback: the reports list them and leave them out, the terminal lists them beside the
+totals, and with ``--gate`` they fail the session (a gate cannot vouch for trials it did not see).
+Treatments that differ in more than the treatment (agent, model, backend, ...: an ``--experiment-id``
+reused with another ``--agent``) are not compared: no report is written and the session ends with
+pytest's usage-error status (4), unless ``--allow-mixed`` (verdicts then say "not comparable").
 """
 
 from __future__ import annotations
@@ -19,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_comet.state import plugin_state
-from scaffold.errors import CometError
+from scaffold.errors import CometError, MixedError
 
 if TYPE_CHECKING:
     from scaffold.reports.gates import GateResult
+    from scaffold.reports.model import UnreadableRecord
 
 __all__ = ["Reporter"]
 
@@ -37,6 +45,8 @@ class Reporter:
         self.verdicts: list[str] = []
         self.gate_results: tuple[GateResult, ...] = ()
         self.report_error = ""
+        self.unreadable: tuple[UnreadableRecord, ...] = ()
+        self.identities: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -52,6 +62,7 @@ class Reporter:
         state = plugin_state(self.config)
         if not state.verdicts or self.config.option.collectonly:
             return
+        from scaffold.reports.comparable import identity_line
         from scaffold.reports.gates import evaluate_gates
         from scaffold.reports.write import report_experiments
 
@@ -60,30 +71,42 @@ class Reporter:
         if not experiment.trials_dir.is_dir():
             return
         gates = harness.gates()
+        ran = session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         try:
-            written = report_experiments(
+            reported = report_experiments(
                 [experiment.root],
                 experiment.root,
                 baseline=harness.options.baseline,
                 outputs=harness.outputs(),
                 title=experiment.id,
                 allow_empty=True,
-            ).written
+                allow_mixed=bool(self.config.getoption("comet_allow_mixed")),
+            )
+        except MixedError as exc:
+            self.report_error = str(exc)
+            if ran:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            return
         except CometError as exc:
             # Reports are not worth a traceback that hides the test results; say why they are missing.
             self.report_error = str(exc)
-            if gates and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            if gates and ran:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
+        written = reported.written
         self.paths = written.paths
+        self.unreadable = reported.problems
         self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.label}" for v in written.analysis.verdicts]
+        self.identities = [
+            f"{r.name}: {identity_line(r.identity)}" for r in written.analysis.reports if r.identity is not None
+        ]
         if not gates:
             return
         self.gate_results = evaluate_gates(gates, written.analysis)
         # The gates answer only for sessions that ran; usage errors and interruptions keep their status.
-        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        if ran:
             failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed or self.unreadable else pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = plugin_state(self.config)
@@ -94,12 +117,23 @@ class Reporter:
         terminalreporter.section("comet-eval")
         terminalreporter.write_line(f"trials: {counts}{resumed}")
         terminalreporter.write_line(f"experiment: {state.session.experiment().root}")
+        for line in self.identities:
+            terminalreporter.write_line(f"treatment {line}")
         for line in self.verdicts:
             terminalreporter.write_line(f"verdict: {line}")
         for path in self.paths:
             terminalreporter.write_line(f"{path.stem.replace('_', ' ')}: {path}")
         if self.report_error:
             terminalreporter.write_line(f"reports not written: {self.report_error}", red=True)
+        for problem in self.unreadable:
+            field = f"field {problem.field}: " if problem.field else ""
+            terminalreporter.write_line(f"unreadable record: {problem.file}: {field}{problem.reason}", red=True)
+        if self.unreadable:
+            terminalreporter.write_line(
+                f"{len(self.unreadable)} record file(s) could not be read: left out of every figure"
+                + ("; the session fails (gates cannot vouch for them)" if self.gate_results else ""),
+                red=True,
+            )
         for result in self.gate_results:
             mark = "PASS" if result.passed else "FAIL"
             terminalreporter.write_line(

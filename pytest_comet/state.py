@@ -4,7 +4,7 @@ options, the verdicts counted so far, and the experiment id a pytest-xdist contr
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -40,9 +40,15 @@ class PluginState:
     def session(self) -> HarnessSession:
         """The harness session of this process (scaffold.session), from pytest's options."""
         if self._session is None:
+            from scaffold.agents.credentials import load_environment
             from scaffold.session import HarnessSession
 
-            self._session = HarnessSession(_options(self.config), experiment_id=self.experiment_id())
+            # Defaults the README says come from the environment come from the process environment,
+            # then ~/.comet/eval/.env: one merged mapping for the options and the session alike.
+            environment = load_environment()
+            self._session = HarnessSession(
+                _options(self.config, environment), experiment_id=self.experiment_id(), environ=environment
+            )
         return self._session
 
     def experiment_id(self) -> str:
@@ -56,7 +62,7 @@ class PluginState:
             else:
                 from scaffold.experiment import new_experiment_id
 
-                self._experiment_id = self.config.getoption("experiment_id") or new_experiment_id()
+                self._experiment_id = self.config.getoption("comet_experiment_id") or new_experiment_id()
         return self._experiment_id
 
     def use(self, step: Callable[[], T]) -> T:
@@ -67,41 +73,50 @@ class PluginState:
             raise pytest.UsageError(str(exc)) from None
 
 
-def _options(config: pytest.Config) -> Options:
+def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
     from scaffold.session import Options
 
     def paths(name: str) -> tuple[Path, ...]:
-        return tuple(Path(p) for p in config.getoption(name))
+        return tuple(Path(p) for p in config.getoption(f"comet_{name}"))
 
     def path(name: str) -> Path | None:
-        value = config.getoption(name)
+        value = config.getoption(f"comet_{name}")
         return Path(value) if value else None
 
     return Options(
         root=config.rootpath,
         tasks_dirs=paths("tasks_dir"),
         treatments_dirs=paths("treatments_dir"),
-        skill_bases=tuple(config.getoption("skill_base")),
+        skill_bases=tuple(config.getoption("comet_skill_base")),
         skill_path=path("skill_path"),
-        skill_name=config.getoption("skill_name"),
-        tasks=tuple(config.getoption("task")),
-        treatments=tuple(config.getoption("treatment")),
-        count=int(config.getoption("count")),
-        agent=config.getoption("agent"),
-        model=config.getoption("model"),
-        base_url=config.getoption("base_url"),
-        backend=config.getoption("backend"),
-        profile=config.getoption("profile"),
-        keep_workspaces=config.getoption("keep_workspaces"),
-        rerun_errors=bool(config.getoption("rerun_errors")),
-        experiment_id=config.getoption("experiment_id"),
+        skill_name=config.getoption("comet_skill_name"),
+        tasks=tuple(config.getoption("comet_task")),
+        treatments=tuple(config.getoption("comet_treatment")),
+        count=_count(config),
+        agent=config.getoption("comet_agent") or environment.get("BENCH_EVAL_AGENT") or "oracle",
+        model=config.getoption("comet_model"),
+        base_url=config.getoption("comet_base_url"),
+        backend=config.getoption("comet_backend"),
+        profile=config.getoption("comet_profile"),
+        keep_workspaces=config.getoption("comet_keep_workspaces"),
+        rerun_errors=bool(config.getoption("comet_rerun_errors")),
+        experiment_id=config.getoption("comet_experiment_id"),
         logs_dir=path("logs_dir"),
         workspace_root=path("workspace_root"),
-        baseline=config.getoption("baseline"),
-        gates=tuple(config.getoption("gate")),
-        html=bool(config.getoption("html")),
+        baseline=config.getoption("comet_baseline"),
+        gates=tuple(config.getoption("comet_gate")),
+        html=bool(config.getoption("comet_html")),
         report_config=path("report_config"),
     )
+
+
+def _count(config: pytest.Config) -> int:
+    """Trials per case: ``--comet-count`` (or our ``--count``), else pytest-repeat's ``--count`` when that
+    plugin owns the name (pytest_comet.plugin keeps it from multiplying the items), else 1."""
+    count = config.getoption("comet_count")
+    if count is None and config.pluginmanager.hasplugin("repeat"):
+        count = config.getoption("count", None)
+    return int(count) if count is not None else 1
 
 
 STATE = pytest.StashKey[PluginState]()

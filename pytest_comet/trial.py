@@ -23,7 +23,9 @@ class Trial:
     error: str = ""
     observational: bool = False
     """A trial of the baseline in a session without ``--gate``: the baseline is measured, not tested, so
-    its failures are reported as expected failures (xfail) and do not fail the session."""
+    its failures are reported as expected failures (xfail) and do not fail the session. Only a measured
+    failure (verdict ``failed``) is expected: a trial with verdict ``error`` measured nothing (the agent
+    could not start, the workspace broke), so it fails the test even for the baseline."""
 
     @property
     def passed(self) -> bool:
@@ -33,7 +35,7 @@ class Trial:
         """Fail the test, with a readable account, unless the trial's verdict is ``passed``."""
         if self.passed:
             return
-        if self.observational and self.outcome is not None:
+        if self.observational and self.outcome is not None and self.outcome.record.verdict == "failed":
             pytest.xfail(f"baseline trial, observed only (no --gate): {self.explain()}")
         pytest.fail(self.explain(), pytrace=False)
 

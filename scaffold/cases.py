@@ -11,10 +11,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scaffold.errors import Problem, SelectionError
-from scaffold.tasks import TaskCatalog
+from scaffold.profiles import infer_profile, known_profiles
+from scaffold.tasks import Task, TaskCatalog
 from scaffold.treatments import CONTROL, TreatmentCatalog
 
-__all__ = ["Broken", "Case", "match_names", "parse_list", "select_cases"]
+__all__ = [
+    "Broken",
+    "Case",
+    "match_names",
+    "parse_list",
+    "profile_problems",
+    "select_cases",
+    "unknown_treatment_problems",
+    "unshown_problems",
+]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -78,59 +88,93 @@ def select_cases(
     task_patterns: Sequence[str] = (),
     treatment_patterns: Sequence[str] = (),
     count: int = 1,
-    extra_treatments: Sequence[str] = (),
+    default_treatments: Sequence[str] | None = None,
+    profile: str | None = None,
 ) -> list[Case | Broken]:
     """Every case to run, sorted by task name, then treatment (in selection order), then trial.
 
-    Without *treatment_patterns* each task runs its ``default_treatments`` plus *extra_treatments*
-    (``DYNAMIC_SKILL``). Broken tasks and treatments become :class:`Broken` items, once each.
+    Without *treatment_patterns* each task runs *default_treatments* when given (``--skill-path``:
+    CONTROL and DYNAMIC_SKILL, whatever the task's own defaults), else its ``default_treatments``.
+    Broken tasks and treatments become :class:`Broken` items, once each, holding every problem of the
+    task at once: its files, its treatments and (without a *profile* override) its profile.
     """
     if count < 1:
         raise SelectionError(f"--count must be at least 1 (got {count})")
     task_names = match_names(task_patterns, tasks.names(), "task") if task_patterns else tasks.names()
-    chosen_treatments = match_names(treatment_patterns, treatments.names(), "treatment") if treatment_patterns else None
+    try:
+        chosen = match_names(treatment_patterns, treatments.names(), "treatment") if treatment_patterns else None
+    except SelectionError as exc:
+        # The treatment may be defined in a file that could not be read: say which, and where.
+        unreadable = "; ".join(str(p) for p in treatments.general)
+        message = f"{exc}; treatments files with problems: {unreadable}" if unreadable else str(exc)
+        raise SelectionError(message) from None
 
     out: list[Case | Broken] = []
     if not task_patterns:
         out.extend(Broken(f"{p.file.parent.name}/{p.file.name}", (p,)) for p in (*tasks.general, *treatments.general))
     for name in sorted(task_names):
-        if name in tasks.broken:
-            out.append(Broken(name, tasks.broken[name]))
-            continue
-        spec = tasks.tasks[name].spec
-        wanted = (
-            chosen_treatments
-            if chosen_treatments is not None
-            else [
-                *spec.metadata.default_treatments,
-                *(t for t in extra_treatments if t not in spec.metadata.default_treatments),
-            ]
-        )
-        problems = _treatment_problems(name, wanted, treatments, tasks, explicit=chosen_treatments is not None)
+        problems = list(tasks.broken.get(name, ()))
+        task = tasks.tasks.get(name) or tasks.partial.get(name)
+        wanted: Sequence[str] = ()
+        if task is not None:
+            wanted = chosen if chosen is not None else (default_treatments or task.spec.metadata.default_treatments)
+            for treatment in wanted:
+                problems.extend(treatments.broken.get(treatment, ()))
+            if chosen is None:  # names given with --treatment were matched already
+                problems.extend(unknown_treatment_problems(task, wanted, treatments))
+            if profile is None:
+                problems.extend(profile_problems(task))
         if problems:
-            out.append(Broken(name, tuple(problems)))
+            out.append(Broken(name, _once(problems)))
             continue
         for treatment in wanted:
             out.extend(Case(name, treatment, trial) for trial in range(1, count + 1))
     return out
 
 
-def _treatment_problems(
-    task: str, wanted: Sequence[str], treatments: TreatmentCatalog, tasks: TaskCatalog, *, explicit: bool
-) -> list[Problem]:
-    problems: list[Problem] = []
-    toml = tasks.tasks[task].root / "task.toml"
-    for name in wanted:
-        if name in treatments.broken:
-            problems.extend(treatments.broken[name])
-        elif name not in treatments.treatments:
-            known = ", ".join(treatments.names()) or CONTROL
-            problems.append(
-                Problem(
-                    toml, f"names unknown treatment {name!r}; known: {known}", "[metadata] default_treatments", name
-                )
-            )
-    if explicit:
-        # With --treatment the names were matched already; only broken definitions remain.
-        return [p for p in problems if "unknown treatment" not in p.message]
-    return problems
+def unknown_treatment_problems(task: Task, names: Sequence[str], treatments: TreatmentCatalog) -> list[Problem]:
+    """A problem for each of *names* (the task's treatments) that no treatments file defines; when some
+    file could not be read (it may define the name), its problems follow, with their file and line."""
+    problems = [
+        Problem(
+            task.root / "task.toml",
+            f"names unknown treatment {name!r}; known: {', '.join(treatments.names()) or CONTROL}",
+            "[metadata] default_treatments",
+            name,
+        )
+        for name in names
+        if name not in treatments.treatments and name not in treatments.broken
+    ]
+    return [*problems, *treatments.general] if problems else []
+
+
+def profile_problems(task: Task) -> list[Problem]:
+    """The problem of a task whose evaluation profile (given, or inferred) is not registered."""
+    name = task.spec.evaluation.profile or infer_profile(task)
+    if name in known_profiles():
+        return []
+    key = "[evaluation] profile" if task.spec.evaluation.profile else "[metadata] category (inferred profile)"
+    return [
+        Problem(task.root / "task.toml", f"unknown evaluation profile; known: {', '.join(known_profiles())}", key, name)
+    ]
+
+
+def unshown_problems(tasks: TaskCatalog, treatments: TreatmentCatalog, items: Sequence[Case | Broken]) -> list[Problem]:
+    """Problems of input files that none of *items* shows: a broken treatment no selected task uses, or a
+    file that could not be read while ``--task`` filtered the general items away. Worth a warning: they
+    do not stop this run, but the next one may trip on them."""
+    shown = [p for item in items if isinstance(item, Broken) for p in item.problems]
+    candidates = [
+        *tasks.general,
+        *treatments.general,
+        *(p for name in sorted(treatments.broken) for p in treatments.broken[name]),
+    ]
+    return [p for p in _once(candidates) if p not in shown]
+
+
+def _once(problems: Iterable[Problem]) -> tuple[Problem, ...]:
+    out: list[Problem] = []
+    for problem in problems:
+        if problem not in out:  # Problems may hold unhashable values (lists)
+            out.append(problem)
+    return tuple(out)

@@ -5,11 +5,16 @@
     comet tasks check [DIR ...] [--treatments-dir DIR] [--skill-base NAME=DIR]
     comet trajectory --agent NAME FILE... [--json]
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
+    comet agents list [--json]
+    comet agents install [NAME ...] [--prefix DIR]
     comet images build-base [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
+                 [--allow-mixed]
     comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit codes 0-4)
 
-Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error.
+Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error; ``report`` also
+3 (reports written, but some record files could not be read: they are listed) and 4 (treatments not
+comparable: they differ in more than the treatment; nothing written; ``--allow-mixed`` reports anyway).
 """
 
 from __future__ import annotations
@@ -22,13 +27,18 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from scaffold import __version__
+from scaffold.cases import profile_problems, unknown_treatment_problems
 from scaffold.errors import CometError, Problem
-from scaffold.profiles import infer_profile, known_profiles
 from scaffold.session import HarnessSession, Options
 from scaffold.tasks import TaskCatalog
 from scaffold.treatments import TreatmentCatalog
 
-__all__ = ["main"]
+__all__ = ["REPORT_MIXED", "REPORT_UNREADABLE", "main"]
+
+REPORT_UNREADABLE = 3
+"""``comet report``: the reports were written from the readable records; some record files were not."""
+REPORT_MIXED = 4
+"""``comet report``: treatments differ in more than the treatment (agent, model, ...); nothing written."""
 
 
 class _Retained:
@@ -133,6 +143,8 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     server.add_argument("--log", type=Path, default=None, help="append one JSON line per request to this file")
     server.set_defaults(func=_model_server)
 
+    _agents_commands(commands)
+
     images = commands.add_parser("images", help="Docker images for the docker backend")
     image_commands = images.add_subparsers(title="images commands", metavar="COMMAND")
     base = image_commands.add_parser(
@@ -147,8 +159,12 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         "report",
         help="write the reports of one or more experiment directories (merging CI shards) and check gates",
         description="Merge the trial records of every EXPERIMENT_DIR and write summary.md, "
-        "comparison_report.md, results.jsonl and (with --html) report.html. Exit status: 0 when every "
-        "--gate passes, 1 when one fails, 2 on a usage error (bad gate, unmergeable shards, no records).",
+        "comparison_report.md, results.jsonl and (with --html) report.html. Treatments are compared only "
+        "when everything but the treatment is the same (agent, agent version, model, endpoint, backend, "
+        "harness version, task content). Exit status: 0 when every --gate passes, 1 when one fails, 2 on a "
+        "usage error (bad gate, unmergeable shards, no records), 3 when the gates pass (or there are none) "
+        "but some record files could not be read (the reports list them and leave them out), 4 when "
+        "treatments are not comparable (nothing is written; --allow-mixed reports them anyway).",
     )
     report.add_argument("dirs", nargs="+", type=Path, metavar="EXPERIMENT_DIR", help="experiment directories")
     report.add_argument(
@@ -164,6 +180,13 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         metavar="EXPR",
         help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; README: gates)",
     )
+    report.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="report treatments that differ in more than the treatment (agent, model, backend, ...): their "
+        "verdicts say 'not comparable: <field> differs', never improvement or regression, and comparison "
+        "gates between them fail",
+    )
     report.set_defaults(func=_report)
 
     skill = commands.add_parser("skill", help="skill packages and their engine runs (comet skill --help)")
@@ -172,6 +195,25 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
 
         add_commands(skill)
     return parser
+
+
+def _agents_commands(commands: Any) -> None:
+    agents = commands.add_parser("agents", help="the agent CLIs: what is installed, and installing them")
+    agent_commands = agents.add_subparsers(title="agents commands", metavar="COMMAND")
+    agents_list = agent_commands.add_parser(
+        "list", help="every agent: its program (found or not, its version) and credentials (set or not, masked)"
+    )
+    agents_list.add_argument("--json", action="store_true", help="print JSON")
+    agents_list.set_defaults(func=_agents_list)
+    agents_install = agent_commands.add_parser(
+        "install",
+        help="install the pinned agent CLIs (npm, pip) into a prefix runs look in by default",
+        description="Install the programs of the agents named (default: the built-in CLIs with a pinned "
+        "version) into DIR (default: ~/.comet/eval/agents, which runs look in without any setting).",
+    )
+    agents_install.add_argument("names", nargs="*", metavar="NAME", help="agents (default: the pinned built-ins)")
+    agents_install.add_argument("--prefix", type=Path, default=None, metavar="DIR", help="install folder")
+    agents_install.set_defaults(func=_agents_install)
 
 
 def _dirs_arguments(parser: argparse.ArgumentParser) -> None:
@@ -231,7 +273,10 @@ def _tasks_list(args: argparse.Namespace) -> int:
 
 def _tasks_check(args: argparse.Namespace) -> int:
     catalog, treatments = _session(args).catalogs()
-    problems = [*catalog.problems(), *treatments.problems(), *_cross_problems(catalog, treatments)]
+    problems: list[Problem] = []
+    for problem in [*catalog.problems(), *treatments.problems(), *_cross_problems(catalog, treatments)]:
+        if problem not in problems:  # an unreadable treatments file is also named beside each task it may break
+            problems.append(problem)
     for problem in problems:
         print(problem)
     if problems:
@@ -266,6 +311,12 @@ def _trajectory(args: argparse.Namespace) -> int:
         + (f" ({', '.join(sorted({c.name for c in trajectory.tool_calls}))})" if trajectory.tool_calls else ""),
         f"commands:         {len(trajectory.commands)}",
         f"skills invoked:   {', '.join(trajectory.skills_invoked) or 'none'}",
+        *(
+            # Failed or unanswered skill calls: shown beside the invocations, never counted as one.
+            [f"skills attempted: {', '.join(trajectory.skills_attempted)} (the call failed; not invoked)"]
+            if trajectory.skills_attempted
+            else []
+        ),
         "tokens:           "
         + (
             f"input {tokens.input}, output {tokens.output}, cache read {tokens.cache_read}, "
@@ -295,6 +346,37 @@ def _model_server(args: argparse.Namespace) -> int:
     return serve(argv)
 
 
+def _agents_list(args: argparse.Namespace) -> int:
+    from scaffold.agent_install import agent_statuses
+
+    statuses, problems = agent_statuses()
+    if args.json:
+        print(json.dumps([status.as_json() for status in statuses], indent=2))
+        return 0
+    for status in statuses:
+        if status.install is None:
+            print(f"{status.name}  ({status.origin}; runs no program of its own)")
+            continue
+        install = status.install
+        package = f"{install.kind} {install.package}@{install.version or 'latest'}" if install.package else "none"
+        print(f"{status.name}  ({status.origin}; {package})")
+        found = status.lookup.found if status.lookup else None
+        if found:
+            print(f"  program      {install.executable}: {found}, version {status.version or 'unknown'}")
+        else:
+            print(f"  program      {install.executable}: not found (comet agents install {status.name})")
+        print("  credentials  one of: " + ", ".join(c.shown() for c in status.credentials))
+    for problem in problems:
+        print(f"invalid adapter: {problem}")
+    return 0
+
+
+def _agents_install(args: argparse.Namespace) -> int:
+    from scaffold.agent_install import install_agents
+
+    return install_agents(args.names, args.prefix)
+
+
 def _images_build_base(args: argparse.Namespace) -> int:
     from scaffold.workspaces.docker.base_image import BASE_TAG, build_base_image
 
@@ -305,28 +387,41 @@ def _images_build_base(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    import os
-
-    from scaffold.errors import ReportError
+    from scaffold.agents.credentials import load_environment
+    from scaffold.errors import MixedError, ReportError
+    from scaffold.reports.comparable import identity_line
     from scaffold.reports.config import resolve_outputs
     from scaffold.reports.gates import evaluate_gates, parse_gate
     from scaffold.reports.write import report_experiments
 
     gates = [parse_gate(expression) for expression in args.gate]  # parse errors before any work
-    outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=os.environ)
+    # $COMET_EVAL_REPORT_CONFIG from the process environment, then ~/.comet/eval/.env, as in a pytest run.
+    outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=load_environment())
     dirs: list[Path] = args.dirs
     if args.out is None and len(dirs) > 1:
         raise ReportError("several experiment directories are merged: say where the reports go with --out DIR")
     out: Path = args.out if args.out is not None else dirs[0]
     keep = _Retained.active
-    reported = report_experiments(dirs, out, baseline=args.baseline, outputs=outputs, keep_records=keep)
+    try:
+        reported = report_experiments(
+            dirs, out, baseline=args.baseline, outputs=outputs, keep_records=keep, allow_mixed=args.allow_mixed
+        )
+    except MixedError as exc:
+        print(f"comet: {exc}", file=sys.stderr)
+        return REPORT_MIXED
     if keep:
         _Retained.items.append(reported)  # freed by the process's end (entry), not object by object
     written = reported.written
     analysis = written.analysis
     print(f"{reported.trials} trial(s) of {len(analysis.tasks)} task(s) from {len(reported.dirs)} directory(ies)")
+    for treatment in analysis.reports:
+        if treatment.identity is not None:
+            print(f"{treatment.name}: {identity_line(treatment.identity)}")
     for note in analysis.notes:
         print(f"note: {note}")
+    for problem in reported.problems:
+        field = f"field {problem.field}: " if problem.field else ""
+        print(f"unreadable: {problem.file}: {field}{problem.reason}", file=sys.stderr)
     for verdict in analysis.verdicts:
         print(f"{verdict.treatment} vs {verdict.baseline}: {verdict.label}")
     for path in written.paths:
@@ -334,7 +429,16 @@ def _report(args: argparse.Namespace) -> int:
     results = evaluate_gates(gates, analysis)
     for result in results:
         print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}")
-    return 0 if all(r.passed for r in results) else 1
+    if not all(r.passed for r in results):
+        return 1  # a failed gate is the answer CI asks for first; unreadable records are listed above
+    if reported.problems:
+        print(
+            f"comet: {len(reported.problems)} record file(s) could not be read; the reports list them and "
+            f"leave them out (exit status {REPORT_UNREADABLE})",
+            file=sys.stderr,
+        )
+        return REPORT_UNREADABLE
+    return 0
 
 
 def _na(value: object) -> str:
@@ -342,26 +446,14 @@ def _na(value: object) -> str:
 
 
 def _cross_problems(catalog: TaskCatalog, treatments: TreatmentCatalog) -> list[Problem]:
-    """Problems that only show when tasks meet treatments and profiles."""
+    """Problems that only show when tasks meet treatments and profiles, for broken tasks whose task.toml
+    is valid too: the same checks (scaffold.cases) as the INVALID item of a pytest run."""
     problems = []
-    for task in catalog.tasks.values():
-        toml = task.root / "task.toml"
-        for name in task.spec.metadata.default_treatments:
-            if name not in treatments.treatments and name not in treatments.broken:
-                problems.append(
-                    Problem(
-                        toml,
-                        f"names unknown treatment {name!r}; known: {', '.join(treatments.names())}",
-                        "[metadata] default_treatments",
-                        name,
-                    )
-                )
-        name = task.spec.evaluation.profile or infer_profile(task)
-        if name not in known_profiles():
-            key = "[evaluation] profile" if task.spec.evaluation.profile else "[metadata] category (inferred profile)"
-            problems.append(
-                Problem(toml, f"unknown evaluation profile; known: {', '.join(known_profiles())}", key, name)
-            )
+    everything = {**catalog.tasks, **catalog.partial}
+    for name in sorted(everything):
+        task = everything[name]
+        problems.extend(unknown_treatment_problems(task, task.spec.metadata.default_treatments, treatments))
+        problems.extend(profile_problems(task))
     return problems
 
 

@@ -10,6 +10,7 @@ CometError
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
 ├── RecordError (ValueError)      a trial record is unreadable or of another schema
 ├── ReportError (ValueError)      no records, shards that must not be merged, a bad report setting
+│   └── MixedError                treatments produced by different agents, models, backends, ...
 └── GateError (ValueError)        a --gate expression that does not parse
 """
 
@@ -22,7 +23,9 @@ __all__ = [
     "AgentError",
     "CometError",
     "GateError",
+    "InputWarning",
     "LoadError",
+    "MixedError",
     "Problem",
     "ProfileError",
     "RecordError",
@@ -97,5 +100,15 @@ class ReportError(CometError, ValueError):
     """Reports cannot be made: no records, shards that must not be merged, or a bad report setting."""
 
 
+class MixedError(ReportError):
+    """Treatments that differ in more than the treatment (agent, model, ...): pairing them would credit the
+    treatment with that difference. Raised unless mixed comparisons are allowed (``--allow-mixed``)."""
+
+
 class GateError(CometError, ValueError):
     """A ``--gate`` expression that does not parse."""
+
+
+class InputWarning(UserWarning):
+    """A problem in an input file that this run does not use (a broken treatments file no selected task
+    names): not an error, but never silent. ``-W error::scaffold.errors.InputWarning`` makes it one."""

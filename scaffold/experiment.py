@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from scaffold.cases import Case
 from scaffold.errors import SelectionError
 
-__all__ = ["EXPERIMENT_ID", "Experiment", "new_experiment_id"]
+__all__ = ["EXPERIMENT_ID", "Experiment", "config_changes", "new_experiment_id"]
 
 EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD_FILE = "record.json"
@@ -60,3 +62,39 @@ class Experiment:
     @property
     def summary_path(self) -> Path:
         return self.root / "summary.md"
+
+
+def config_changes(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What differs between the configuration a trial was recorded with and the one it would run with
+    now, one ``path: old -> new`` each (``task.content_hash: 'ab12' -> 'cd34'``), so a refused resume
+    says which task, skill or option changed. Lists of named entries (a treatment's skills) compare by
+    name, so one changed skill is named rather than its position."""
+    out: list[str] = []
+    _diff(recorded, now, "", out)
+    return out
+
+
+_ABSENT = object()
+
+
+def _diff(old: Any, new: Any, path: str, out: list[str]) -> None:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        for key in [*old, *(k for k in new if k not in old)]:
+            _diff(old.get(key, _ABSENT), new.get(key, _ABSENT), f"{path}.{key}" if path else str(key), out)
+    elif _named(old) and _named(new) and [e["name"] for e in old] != [e["name"] for e in new]:
+        before, after = {e["name"]: e for e in old}, {e["name"]: e for e in new}
+        for name in [*before, *(n for n in after if n not in before)]:
+            _diff(before.get(name, _ABSENT), after.get(name, _ABSENT), f"{path}[{name}]", out)
+    elif _named(old) and _named(new):
+        for entry_old, entry_new in zip(old, new, strict=True):
+            _diff(entry_old, entry_new, f"{path}[{entry_old['name']}]", out)
+    elif old != new:
+        out.append(f"{path}: {_shown(old)} -> {_shown(new)}")
+
+
+def _named(value: Any) -> bool:
+    return isinstance(value, list | tuple) and all(isinstance(e, Mapping) and "name" in e for e in value)
+
+
+def _shown(value: Any) -> str:
+    return "(absent)" if value is _ABSENT else repr(value)

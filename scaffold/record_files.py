@@ -10,7 +10,16 @@ typed record, so a wrong type is a RecordError naming the file and the field. Ol
 * no ``noise`` (records written before noise classification existed): classified now, from the record
   itself, exactly as the runner classifies a finished trial;
 * ``null`` for a list (checks, dimensions, hard failures, errors): read as the empty list;
-* JSON that only Python's json module reads (NaN, Infinity, which records written with it may hold).
+* no ``harness_version`` or ``agent.endpoint`` (records written before they were recorded): unknown
+  (None), which scaffold.reports.comparable never counts as a difference;
+* JSON that only Python's json module reads: NaN, which that writer used for an unknown score, is read as
+  unknown (None) where a record may say "unknown" (``weighted_score``, a dimension's ``score``, the
+  trajectory's ``cost_usd``); anywhere else, and Infinity anywhere, the record is unreadable.
+
+Every value is checked as well as typed, as it is decoded (the bounds are declared on the types:
+scaffold.records, scaffold.trajectory, scaffold.rubrics): counts fit in 64 bits, seconds and costs are
+finite and not negative, scores lie in [0, 1], weights are finite. A damaged record is a RecordError
+naming the file and the field, listed by the reports as unreadable, never a crash later.
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,11 +41,15 @@ from scaffold.errors import RecordError
 from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.records import SCHEMA_VERSION, STREAM_PREFIX, TrialRecord, decode_record
 
-__all__ = ["gc_paused", "read_record", "stream_names", "upgrade", "write_record"]
+__all__ = ["gc_paused", "read_record", "record_field", "stream_names", "upgrade", "write_record"]
 
 
 def read_record(path: Path | str) -> TrialRecord:
-    """The record in the file *path* (its folder is the trial folder); RecordError when it is not one."""
+    """The record in the file *path* (its folder is the trial folder); RecordError when it is not one.
+
+    Never raises anything else for what a file holds: whatever the bytes, the caller gets a record or a
+    RecordError naming the file (and the field, when one is to blame).
+    """
     try:
         data = _read_bytes(path)
     except OSError as exc:
@@ -42,10 +57,25 @@ def read_record(path: Path | str) -> TrialRecord:
     try:
         record = decode_record(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return upgrade(_loose_json(data, path), source=path, folder=Path(path).parent)
+        try:
+            return upgrade(_loose_json(data, path), source=path, folder=Path(path).parent)
+        except RecordError:
+            raise
+        except (ValueError, TypeError, OverflowError, RecursionError) as exc:  # e.g. nesting too deep
+            raise RecordError(f"{path}: cannot be read as a trial record: {type(exc).__name__}: {exc}") from None
     if record.schema_version != SCHEMA_VERSION:
         raise _unsupported(record.schema_version, path)
     return record
+
+
+_FIELD_AT = re.compile(r" - at `(\$[^`]*)`")
+
+
+def record_field(message: str) -> str | None:
+    """The field a RecordError's message names (``$.weighted_score``, as msgspec writes it), or None when
+    it names none (the file as a whole is to blame)."""
+    found = _FIELD_AT.search(message)
+    return found[1] if found else None
 
 
 def write_record(path: Path, record: TrialRecord) -> Path:
@@ -66,6 +96,7 @@ def upgrade(data: Any, *, source: Path | str = "record", folder: str | Path | No
     if version != SCHEMA_VERSION:
         raise _unsupported(version, source)
     fields = {k: v for k, v in data.items() if not (v is None and k in _LISTS)}
+    _unknown_as_none(fields)
     unclassified = fields.get("noise") in (None, {})
     if unclassified:
         fields["noise"] = UNCLASSIFIED
@@ -81,6 +112,25 @@ def upgrade(data: Any, *, source: Path | str = "record", folder: str | Path | No
 
 
 _LISTS = frozenset({"checks", "dimensions", "hard_failures", "errors"})
+
+
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _unknown_as_none(fields: dict[str, Any]) -> None:
+    """NaN where a record may say "unknown" becomes None (the older writer's way of saying it); a NaN
+    anywhere else stays, and the typed conversion refuses it by field."""
+    if _is_nan(fields.get("weighted_score")):
+        fields["weighted_score"] = None
+    trajectory = fields.get("trajectory")
+    if isinstance(trajectory, Mapping) and _is_nan(trajectory.get("cost_usd")):
+        fields["trajectory"] = {**trajectory, "cost_usd": None}
+    dimensions = fields.get("dimensions")
+    if isinstance(dimensions, list):
+        fields["dimensions"] = [
+            {**d, "score": None} if isinstance(d, Mapping) and _is_nan(d.get("score")) else d for d in dimensions
+        ]
 
 
 def _unsupported(version: object, source: Path | str) -> RecordError:

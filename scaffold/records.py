@@ -13,7 +13,7 @@ is pure. Schema changes bump ``SCHEMA_VERSION``; readers refuse versions they do
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STREAM_PREFIX",
     "AgentInfo",
+    "Endpoint",
     "NoiseCategory",
     "NoiseVerdict",
     "TrialError",
@@ -41,6 +42,20 @@ STREAM_PREFIX: Final = "agent."
 Verdict = Literal["passed", "failed", "error"]
 """A trial's verdict. ``error``: the harness failed (unscored, never counted as failed)."""
 NoiseCategory = Literal["included", "flagged", "excluded"]
+Endpoint = Literal["none", "local", "remote"]
+"""Where the agent's model was served (never the URL, which may carry a key): ``none``, the agent calls no
+model (oracle, nop); ``local``, an endpoint on this machine's loopback (the scripted model server, a local
+proxy); ``remote``, a provider's API or a gateway reached over the network."""
+
+# What a record file may hold, checked as it is decoded (msgspec, in C: nothing to pay per record). Every
+# number the harness writes is finite and fits in 64 bits; a file that says otherwise was damaged or edited,
+# and would otherwise crash a report (orjson refuses integers beyond 64 bits) or poison every mean with an
+# infinity. msgspec refuses NaN and Infinity in JSON itself; the slower reader (scaffold.record_files)
+# applies the same bounds to what the json module reads.
+_FINITE_MAX: Final = 1.7976931348623157e308
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+_Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE_MAX)]
+_Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 
 # Every part is frozen, and outside the cyclic garbage collector (gc=False): records are acyclic JSON
 # data, and 100,000 of them are millions of objects the collector would otherwise walk while they are read.
@@ -57,11 +72,14 @@ class NoiseVerdict(msgspec.Struct, frozen=True, gc=False):
 
 
 class AgentInfo(msgspec.Struct, frozen=True, gc=False):
-    """The agent that ran the trial: its name, the model asked for, the version that ran."""
+    """The agent that ran the trial: its name, the model asked for, the version that ran, and where its
+    model was served (``endpoint``). None is unknown: no trajectory (version), or a record written before
+    the field existed (endpoint); scaffold.reports.comparable never counts unknown as a difference."""
 
     name: str | None = None
     model: str | None = None
     version: str | None = None
+    endpoint: Endpoint | None = None
 
 
 class TrialError(msgspec.Struct, frozen=True, gc=False):
@@ -80,32 +98,39 @@ class WorkspaceInfo(msgspec.Struct, frozen=True, gc=False):
 
 
 class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """One trial. Fields in the order of the JSON form, ``schema_version`` first."""
+    """One trial. Fields in the order of the JSON form, ``schema_version`` first.
+
+    Fields this harness does not know are ignored, at every level: a newer release may add fields within
+    a schema version (as ``harness_version`` and ``agent.endpoint`` were added), and its records must stay
+    readable here. A field renamed or given a new meaning bumps ``SCHEMA_VERSION`` instead.
+    """
 
     schema_version: int = SCHEMA_VERSION
     experiment_id: str
     case_id: str
     task: str
     treatment: str
-    trial: int
+    trial: _Count
     config: Mapping[str, Any]
     config_hash: str
     verdict: Verdict
     profile: str | None = None
     started_at: str = ""
     finished_at: str = ""
-    duration_s: float = 0.0
-    phases: Mapping[str, float] = {}
+    duration_s: _Seconds = 0.0
+    phases: Mapping[str, _Seconds] = {}
     agent: AgentInfo = AgentInfo()
     trajectory: Trajectory | None = None
     checks: tuple[ValidationCheck, ...] = ()
     expected_artifacts: Mapping[str, tuple[str, ...]] = {}
     dimensions: tuple[Dimension, ...] = ()
-    weighted_score: float | None = None
+    weighted_score: _Score | None = None
     hard_failures: tuple[str, ...] = ()
     errors: tuple[TrialError, ...] = ()
     workspace: WorkspaceInfo = WorkspaceInfo()
     worker: str = "main"
+    harness_version: str | None = None
+    """The comet-eval release that ran the trial; None in records written before it was recorded."""
     noise: NoiseVerdict
     """Required: a record without one (written before classification existed) is brought up to date
     when it is read (scaffold.record_files.upgrade)."""

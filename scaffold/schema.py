@@ -22,6 +22,7 @@ __all__ = [
     "StrList",
     "load_yaml",
     "problems_from",
+    "yaml_problem",
 ]
 
 # libyaml's loader when PyYAML was built with it: ten times faster on large index files.
@@ -31,6 +32,24 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 def load_yaml(text: str) -> Any:
     """Parse YAML safely (no arbitrary objects); raises ``yaml.YAMLError``."""
     return yaml.load(text, Loader=_YAML_LOADER)
+
+
+def yaml_problem(file: Path, exc: yaml.YAMLError | UnicodeDecodeError) -> Problem:
+    """The Problem of a file that does not parse: the line and column where the parser stopped (as its
+    key, so the message reads ``FILE: line 3, column 9: not valid YAML: ...``) and what it found there."""
+    if isinstance(exc, UnicodeDecodeError):
+        return Problem(file, f"not valid YAML: not UTF-8 text (byte {exc.start} cannot be decoded)")
+    mark = getattr(exc, "problem_mark", None)
+    line, column = getattr(mark, "line", None), getattr(mark, "column", None)  # libyaml's Mark is its own type
+    if not isinstance(line, int) or not isinstance(column, int):
+        return Problem(file, f"not valid YAML: {exc}")
+    what = str(getattr(exc, "problem", None) or "").strip() or str(exc)
+    context = str(getattr(exc, "context", None) or "").strip()
+    return Problem(
+        file,
+        f"not valid YAML: {what}" + (f" ({context})" if context else ""),
+        f"line {line + 1}, column {column + 1}",
+    )
 
 
 NonEmptyStr = Annotated[str, Field(strict=True, min_length=1)]

@@ -20,14 +20,15 @@ plugin turns them into pytest usage errors, the CLI into exit status 2.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scaffold.agent_install import require_program
 from scaffold.agents import Agent, create_agent
-from scaffold.cases import Broken, Case, parse_list, select_cases
+from scaffold.agents.credentials import load_environment
+from scaffold.cases import Broken, Case, parse_list, select_cases, unshown_problems
 from scaffold.errors import SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.reports.config import ReportOutputs, resolve_outputs
@@ -42,7 +43,7 @@ from scaffold.treatments import (
     parse_skill_bases,
 )
 from scaffold.trial import KeepPolicy, Runner, Settings
-from scaffold.workspaces.backends import create_backend
+from scaffold.workspaces.backends import create_backend, sweep_crashed
 
 __all__ = ["HarnessSession", "Options", "default_workspace_root", "task_folders", "treatment_folders"]
 
@@ -109,7 +110,8 @@ class HarnessSession:
         self, options: Options, *, experiment_id: str | None = None, environ: Mapping[str, str] | None = None
     ) -> None:
         self.options = options
-        self._environ = os.environ if environ is None else environ
+        # The process environment over ~/.comet/eval/.env: every default read from the environment.
+        self._environ = load_environment() if environ is None else environ
         self._experiment_id = experiment_id
         self._catalogs: tuple[TaskCatalog, TreatmentCatalog] | None = None
         self._cases: list[Case | Broken] | None = None
@@ -155,18 +157,30 @@ class HarnessSession:
                 task_patterns=parse_list(options.tasks),
                 treatment_patterns=parse_list(options.treatments),
                 count=options.count,
-                extra_treatments=[CONTROL, DYNAMIC_SKILL] if options.skill_path is not None else [],
+                # --skill-path asks one question, does this skill help: CONTROL against DYNAMIC_SKILL only,
+                # not the task's other default treatments (README: Treatments).
+                default_treatments=[CONTROL, DYNAMIC_SKILL] if options.skill_path is not None else None,
+                profile=options.profile,
             )
         return self._cases
+
+    def input_warnings(self) -> list[str]:
+        """Problems of input files that no selected case shows (a broken treatments file no selected task
+        uses): they do not stop the run, so they are warnings; silence would hide them until they bite."""
+        tasks, treatments = self.catalogs()
+        return [str(p) for p in unshown_problems(tasks, treatments, self.cases())]
 
     # -- how to run it
 
     def agent(self) -> Agent:
-        """The agent, with its credentials resolved: an unknown agent or a missing credential fails here,
+        """The agent, with its credentials resolved and its program found: an unknown agent, a missing
+        credential or a CLI not installed where the run will look (scaffold.agent_install) fails here,
         before any workspace exists."""
         if self._agent is None:
             options = self.options
-            self._agent = create_agent(options.agent, model=options.model, base_url=options.base_url)
+            agent = create_agent(options.agent, self._environ, model=options.model, base_url=options.base_url)
+            require_program(agent, options.backend, self._environ)  # a missing CLI: a usage error, not N errors
+            self._agent = agent
         return self._agent
 
     def experiment_id(self) -> str:
@@ -202,6 +216,10 @@ class HarnessSession:
             self.options.backend, workspace_root=root.absolute(), network=agent.network, agent_install=agent.install
         )
         return Runner(tasks, treatments, self.experiment(), self.settings(), backend, agent, worker=worker)
+
+    def sweep_crashed(self) -> None:
+        """Another process of this session crashed: remove what it left in the backend's engine now."""
+        sweep_crashed(self.options.backend)
 
     # -- what to make of it
 

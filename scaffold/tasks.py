@@ -19,7 +19,16 @@ import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import Problem, TaskError
-from scaffold.schema import Model, NonEmptyStr, PositiveNumber, Seconds, StrList, load_yaml, problems_from
+from scaffold.schema import (
+    Model,
+    NonEmptyStr,
+    PositiveNumber,
+    Seconds,
+    StrList,
+    load_yaml,
+    problems_from,
+    yaml_problem,
+)
 
 __all__ = [
     "INDEX_FILE",
@@ -139,12 +148,17 @@ class Task:
 
 @dataclass(frozen=True)
 class TaskCatalog:
-    """Every task found in the task folders: the valid ones and, by name, the problems of the others."""
+    """Every task found in the task folders: the valid ones and, by name, the problems of the others.
+
+    ``partial``: the broken tasks whose ``task.toml`` is valid, so what depends on it (treatments,
+    profile) can be checked too and every problem of a task shows at once, not one per fix.
+    """
 
     tasks: Mapping[str, Task]
     broken: Mapping[str, tuple[Problem, ...]]
     general: tuple[Problem, ...] = ()
     dirs: tuple[Path, ...] = field(default=())
+    partial: Mapping[str, Task] = field(default_factory=dict)
 
     def names(self) -> list[str]:
         return sorted({*self.tasks, *self.broken})
@@ -164,28 +178,40 @@ def render_instruction(text: str, variables: Mapping[str, str]) -> str:
 def load_task(folder: Path) -> Task:
     """Load and validate one task folder; raise TaskError listing every problem found."""
     folder = folder.absolute()
-    toml_path = folder / TASK_FILE
-    if not toml_path.is_file():
-        raise TaskError([Problem(toml_path, f"missing: every task folder needs a {TASK_FILE}")])
-    try:
-        with toml_path.open("rb") as handle:
-            raw = tomllib.load(handle)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TaskError([Problem(toml_path, f"not valid TOML: {exc}")]) from None
-    except OSError as exc:
-        raise TaskError([Problem(toml_path, f"cannot be read: {exc.strerror}")]) from None
-
-    problems: list[Problem] = []
-    spec: TaskSpec | None = None
-    try:
-        spec = TaskSpec.model_validate(raw)
-    except ValidationError as exc:
-        problems.extend(problems_from(exc, toml_path, TaskSpec, sections=True))
-
-    problems.extend(_check_files(folder, toml_path, spec))
+    spec, problems = _read_task(folder)
     if problems or spec is None:
         raise TaskError(problems)
     return Task(name=spec.metadata.name, root=folder, spec=spec)
+
+
+def _read_task(folder: Path) -> tuple[TaskSpec | None, list[Problem]]:
+    """The spec of *folder* (None when task.toml is missing or invalid) and every problem found.
+
+    A task.toml that does not parse does not stop the checks of the folder's other files: each fix
+    would otherwise reveal the next problem.
+    """
+    toml_path = folder / TASK_FILE
+    problems: list[Problem] = []
+    raw: object = None
+    if not toml_path.is_file():
+        problems.append(Problem(toml_path, f"missing: every task folder needs a {TASK_FILE}"))
+    else:
+        try:
+            with toml_path.open("rb") as handle:
+                raw = tomllib.load(handle)
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            problems.append(Problem(toml_path, f"not valid TOML: {exc}"))
+        except OSError as exc:
+            problems.append(Problem(toml_path, f"cannot be read: {exc.strerror}"))
+
+    spec: TaskSpec | None = None
+    if raw is not None:
+        try:
+            spec = TaskSpec.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(problems_from(exc, toml_path, TaskSpec, sections=True))
+    problems.extend(_check_files(folder, toml_path, spec))
+    return spec, problems
 
 
 def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None) -> list[Problem]:
@@ -309,6 +335,7 @@ def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
     tasks: dict[str, Task] = {}
     broken: dict[str, list[Problem]] = {}
     general: list[Problem] = []
+    partial: dict[str, Task] = {}
     seen_in: dict[str, Path] = {}
 
     for tasks_dir in dirs:
@@ -326,19 +353,20 @@ def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
                     Problem(folder, f"task {name!r} is defined twice: here and in {seen_in[name]}")
                 )
                 tasks.pop(name, None)
+                partial.pop(name, None)
                 continue
             seen_in[name] = folder
-            try:
-                task = load_task(folder)
-            except TaskError as exc:
-                broken.setdefault(name, []).extend(exc.problems)
+            spec, problems = _read_task(folder.absolute())
+            task = Task(name=name, root=folder.absolute(), spec=spec) if spec is not None else None
+            if task is not None and index is not None:
+                problems.extend(_index_mismatch(tasks_dir / INDEX_FILE, index.get(name), task))
+            if problems:
+                broken.setdefault(name, []).extend(problems)
+                if task is not None:
+                    partial[name] = task
                 continue
-            if index is not None:
-                mismatch = _index_mismatch(tasks_dir / INDEX_FILE, index.get(name), task)
-                if mismatch:
-                    broken.setdefault(name, []).extend(mismatch)
-                    continue
-            tasks[name] = task
+            if task is not None:
+                tasks[name] = task
         if index is not None:
             present = {f.name for f in folders}
             for name in sorted(set(index) - present):
@@ -355,6 +383,7 @@ def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
         broken={k: tuple(v) for k, v in sorted(broken.items())},
         general=tuple(general),
         dirs=tuple(d.absolute() for d in dirs),
+        partial={k: v for k, v in sorted(partial.items()) if k in broken},
     )
 
 
@@ -366,7 +395,7 @@ def _load_index(path: Path) -> tuple[dict[str, IndexEntry] | None, list[Problem]
     try:
         raw = load_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        return None, [Problem(path, f"not valid YAML: {exc}")]
+        return None, [yaml_problem(path, exc)]
     try:
         parsed = IndexFile.model_validate(raw if raw is not None else {})
     except ValidationError as exc:

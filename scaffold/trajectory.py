@@ -9,7 +9,7 @@ tracked by the cyclic garbage collector: they hold JSON data only, never a refer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -23,11 +23,19 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False):
     input: Mapping[str, Any] = {}
 
 
+# Bounds checked when a record is decoded (never when a parser builds these): a record file with a count
+# beyond 64 bits or an infinite cost is damaged, and is listed as unreadable (scaffold.record_files).
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+_FINITE: Final = 1.7976931348623157e308
+_Money = Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE)]
+_Seconds = Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE)]
+
+
 class TokenUsage(msgspec.Struct, frozen=True, gc=False):
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
+    input: _Count = 0
+    output: _Count = 0
+    cache_read: _Count = 0
+    cache_write: _Count = 0
 
 
 class ApiFailure(msgspec.Struct, frozen=True, gc=False):
@@ -58,8 +66,12 @@ class Trajectory(msgspec.Struct, frozen=True, gc=False):
     tool_calls: tuple[ToolCall, ...] = ()
     commands: tuple[str, ...] = ()
     skills_invoked: tuple[str, ...] = ()
+    """Skills the agent used: a skill call that succeeded, or a successful read of the skill's SKILL.md."""
+    skills_attempted: tuple[str, ...] = ()
+    """Skills the agent tried and never got: every call failed (``Unknown skill``, a denied or failed read)
+    or had no result. Never scored as invocations; empty in records written before it existed."""
     tokens: TokenUsage | None = None
-    cost_usd: float | None = None
+    cost_usd: _Money | None = None
     session_id: str | None = None
     final_text: str = ""
     permission_denials: tuple[str, ...] = ()
@@ -69,7 +81,7 @@ class Trajectory(msgspec.Struct, frozen=True, gc=False):
     malformed_lines: int = 0
     exit_code: int | None = None
     timed_out: bool = False
-    duration_s: float = 0.0
+    duration_s: _Seconds = 0.0
     completed: bool = True
     agent_version: str | None = None
     interaction_log: tuple[Mapping[str, Any], ...] = ()

@@ -19,7 +19,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import Problem, SelectionError
-from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
+from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
 
 __all__ = [
     "CONTROL",
@@ -169,7 +169,7 @@ def _read_file(file: Path) -> tuple[dict[str, Any], list[Problem]]:
     try:
         raw = load_yaml(file.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        return {}, [Problem(file, f"not valid YAML: {exc}")]
+        return {}, [yaml_problem(file, exc)]
     if raw is None:
         return {}, []
     if not isinstance(raw, dict):

@@ -15,15 +15,16 @@ from typing import Any, Literal
 
 from msgspec.structs import replace
 
+from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
 from scaffold.cases import Case
 from scaffold.errors import CometError, RecordError
-from scaffold.experiment import Experiment
+from scaffold.experiment import Experiment, config_changes
 from scaffold.hashing import hash_json, hash_tree
 from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.profiles import resolve_profile
 from scaffold.record_files import read_record, stream_names, write_record
-from scaffold.records import AgentInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
+from scaffold.records import AgentInfo, Endpoint, TrialError, TrialRecord, Verdict, WorkspaceInfo
 from scaffold.rubrics import RubricInput
 from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
@@ -111,10 +112,14 @@ class Runner:
         if record_path.exists():
             existing = read_record(record_path)
             if existing.config_hash != config_hash:
+                # Name what changed, old and new: "a task, skill or option changed" leaves the user to guess.
+                changes = config_changes(existing.config, config) or [
+                    f"config_hash: {existing.config_hash} -> {config_hash}"
+                ]
                 raise RecordError(
-                    f"{record_path}: this trial was recorded with another configuration "
-                    f"({existing.config_hash} vs {config_hash} now: a task, skill or option changed); "
-                    "use a new --experiment-id, or delete the record to run it again"
+                    f"{record_path}: this trial was recorded with another configuration; changed: "
+                    + "; ".join(changes)
+                    + ". Use a new --experiment-id, or delete the record to run it again"
                 )
             if not (existing.verdict == "error" and self.settings.rerun_errors):
                 return TrialResult(existing, record_path, resumed=True)
@@ -209,7 +214,10 @@ class Runner:
             duration_s=round(time.monotonic() - t0, 6),
             phases={k: round(v, 6) for k, v in phases.items()},
             agent=AgentInfo(
-                self.agent.name, config["agent"]["model"], trajectory.agent_version if trajectory else None
+                self.agent.name,
+                config["agent"]["model"],
+                trajectory.agent_version if trajectory else None,
+                self._endpoint(),
             ),
             trajectory=trajectory,
             checks=outcome.checks if outcome else (),
@@ -224,12 +232,22 @@ class Runner:
                 str(workspace.host_path) if keep and workspace and workspace.host_path else None,
             ),
             worker=self.worker,
+            harness_version=__version__,
             noise=UNCLASSIFIED,
             # Listed once here, so reports of 100,000 trials need not list every folder again.
             streams=stream_names(trial_dir),
         )
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record))
+
+    def _endpoint(self) -> Endpoint:
+        """Where the agent's model is served, as a kind: never the URL, which may carry a key or a token.
+        The kind is enough to tell a scripted run on this machine from a provider's model (reports refuse
+        to compare the two); it comes from the agent's declared network, not from parsing its settings."""
+        network = self.agent.network
+        if not network.enabled:
+            return "none"
+        return "local" if network.on_this_machine else "remote"
 
     def _install(self, workspace: Workspace, treatment: Treatment) -> None:
         """Put the treatment's skills where the agent looks, complete folders; write its instructions."""

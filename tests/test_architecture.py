@@ -42,9 +42,11 @@ IO_MODULES = (
     "scaffold.procs",  # runs processes
     "scaffold.session",  # makes the session's backend
     "scaffold.cli",  # every command, the model server's included
+    "scaffold.agent_install",  # asks agent CLIs their version, runs npm and pip
     "scaffold.workspaces.backends",
     "scaffold.workspaces.local",
     "scaffold.workspaces.netns",
+    "scaffold.workspaces.supervisor",  # starts the local backend's supervisor process
     "scaffold.workspaces.docker",
     "scaffold.workspaces.docker.*",
     "scaffold.modelserver",

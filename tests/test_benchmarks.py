@@ -12,6 +12,7 @@ import pytest
 from tests.support.factories import REPO
 
 RUNS = {
+    "calibration": ["--tiny", "--workers", "1"],
     "reports": ["--tasks", "3", "--treatments", "2", "--trials", "2"],
     "overhead": ["--trials", "2", "--rounds", "1", "--backend", "local"],
     "collection": ["--tasks", "2", "--treatments", "2", "--trials", "1", "--repeat", "1"],

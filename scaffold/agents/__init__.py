@@ -43,11 +43,13 @@ def create_agent(
     """The agent called *name*, with its credentials resolved from *env* (default: the process
     environment over ``~/.comet/eval/.env``). Missing credentials raise AgentError here, before any
     workspace or container exists."""
+    env = load_environment() if env is None else env
+    if name in _BUILTIN:
+        _refuse_shadowing_adapters(name, env)
     if name == "oracle":
         return OracleAgent()
     if name == "nop":
         return NopAgent()
-    env = load_environment() if env is None else env
 
     def simulator() -> TurnTaker | None:
         return _simulator(name)
@@ -61,6 +63,22 @@ def create_agent(
     detail = ("; its adapter is invalid: " + "; ".join(problems)) if problems else ""
     known = ", ".join(known_agents(env))
     raise SelectionError(f"--agent={name}: unknown agent; known: {known}{detail}")
+
+
+def _refuse_shadowing_adapters(name: str, env: Mapping[str, str]) -> None:
+    """A registered adapter that claims built-in *name* is a usage error naming its file and field.
+
+    Running the built-in beside it would be silent about the user's adapter: results would be reported
+    for an agent they did not mean to run. So the run stops until the adapter gets its own id.
+    """
+    catalog = load_adapters(env, reserved=_BUILTIN)
+    claims = [
+        str(p)
+        for p in catalog.problems
+        if (p.key == "metadata.id" and p.value == name) or name in (p.file.parent.name, p.file.name)
+    ]
+    if claims:
+        raise SelectionError(f"--agent={name}: a custom adapter claims this built-in agent's id: " + "; ".join(claims))
 
 
 def _simulator(agent: str) -> TurnTaker | None:

@@ -8,8 +8,6 @@ wrote (raw stream, stderr) before anything is parsed or recorded.
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +18,10 @@ from msgspec.structs import replace
 from scaffold.agents.base import AgentRequest, AgentTraits
 from scaffold.agents.conversation import Simulator, TurnTaker, converse
 from scaffold.agents.credentials import CredentialSpec, Redactor, resolve_credentials
+from scaffold.agents.locate import locate
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import AgentNetwork, InstallSpec, Workspace, endpoint_of
+from scaffold.workspaces.owners import OwnedFolders, state_root
 
 __all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
 
@@ -90,6 +90,9 @@ class CliAgent:
         self.model = model or next((env[k] for k in spec.model_env if env.get(k)), None)
         self.base_url = base_url or next((env[k] for k in spec.base_url_env if env.get(k)), None)
         self.redactor = Redactor(self._env[k] for k in spec.credentials.secrets if k in self._env)
+        # On this machine the program is the one found by scaffold.agents.locate ($COMET_AGENT_BIN_DIR,
+        # the comet agents prefix, PATH); in a container it is found on the container's PATH.
+        self.local_program = locate(spec.install.executable, env).found
         self._simulator = simulator
         self._version: str | None = None
 
@@ -104,7 +107,7 @@ class CliAgent:
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         home = _AgentHome(workspace)
         try:
-            return converse(self, workspace, request, home.path, self._simulator)
+            return converse(self, workspace, request, home.path, self._simulator, simulator_home=home.simulator)
         finally:
             home.remove()
 
@@ -131,7 +134,7 @@ class CliAgent:
         stream = request.log_dir / f"agent.turn-{index}.jsonl"
         stderr = request.log_dir / f"agent.turn-{index}.stderr.log"
         result = workspace.exec(
-            [self.spec.install.executable, *self.spec.argv(invocation)],
+            [self._program(workspace), *self.spec.argv(invocation)],
             timeout=timeout_s,
             env=env,
             stdout_path=stream,
@@ -162,7 +165,7 @@ class CliAgent:
         if self._version is None:
             out = log_dir / "agent.version.log"
             result = workspace.exec(
-                [self.spec.install.executable, *self.spec.version_argv],
+                [self._program(workspace), *self.spec.version_argv],
                 timeout=30,
                 env={},
                 stdout_path=out,
@@ -172,22 +175,40 @@ class CliAgent:
             self._version = text.splitlines()[0] if result.exit_code == 0 and text else ""
         return self._version or None
 
+    def _program(self, workspace: Workspace) -> str:
+        if self.local_program is not None and _on_this_machine(workspace):
+            return str(self.local_program)
+        return self.spec.install.executable
+
+
+def _on_this_machine(workspace: Workspace) -> bool:
+    """Whether *workspace*'s commands run on this machine (its root is a host folder, not a container's)."""
+    return workspace.host_path is not None and workspace.root == str(workspace.host_path)
+
 
 class _AgentHome:
-    """A private HOME for the agent's own files (sessions, settings), outside the workspace so its
-    caches never count as artifacts; removed after the trial."""
+    """Private HOMEs for the agent's own files (sessions, settings) and for the simulator that plays the
+    user, outside the workspace so their caches never count as artifacts; removed after the trial.
+
+    On this machine both are in one owned folder (``agent/``, ``simulator/``) under
+    ``$TMPDIR/comet-eval/.comet-tmp``: its owner mark lets the next session sweep it when this one is
+    killed (scaffold.workspaces.owners)."""
 
     def __init__(self, workspace: Workspace) -> None:
+        self._owned = OwnedFolders(state_root())
         self._dir: Path | None = None
-        if workspace.host_path is not None and workspace.root == str(workspace.host_path):
-            self._dir = Path(tempfile.mkdtemp(prefix="comet-agent-home-"))
-            self.path = str(self._dir)
+        if _on_this_machine(workspace):
+            self._dir = self._owned.make_temp("comet-agent-home-")
+            (self._dir / "agent").mkdir()
+            (self._dir / "simulator").mkdir()
+            self.path, self.simulator = str(self._dir / "agent"), str(self._dir / "simulator")
         else:
-            self.path = "/root"  # inside a container: private to it and gone with it
+            # Inside a container: private to it and gone with it.
+            self.path, self.simulator = "/root", "/tmp/sim"
 
     def remove(self) -> None:
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._owned.remove(self._dir)
 
 
 def _reachable(url: str | None, workspace: Workspace) -> str | None:

@@ -13,7 +13,6 @@ and the simulator only as a function that makes one, so it depends on no adapter
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import time
 from collections import deque
@@ -24,6 +23,7 @@ from typing import Any, Protocol
 import msgspec
 
 from scaffold.agents.base import AgentRequest
+from scaffold.agents.credentials import load_environment
 from scaffold.agents.streams import merge_turns
 from scaffold.tasks import Interaction
 from scaffold.trajectory import Trajectory
@@ -100,13 +100,22 @@ def simulator_prompt(interaction: Interaction, env: Mapping[str, str]) -> str | 
 
 
 def converse(
-    agent: TurnTaker, workspace: Workspace, request: AgentRequest, home: str, simulator: Simulator
+    agent: TurnTaker,
+    workspace: Workspace,
+    request: AgentRequest,
+    home: str,
+    simulator: Simulator,
+    *,
+    simulator_home: str,
 ) -> Trajectory:
+    """Run the task's conversation; *home* is the agent's HOME, *simulator_home* the simulator's (its own
+    sessions and settings, in a folder the caller makes and removes)."""
     interaction = request.task.spec.interaction
     auto = interaction.mode == "auto_user"
     max_turns = interaction.max_turns if auto else 1
     deadline = time.monotonic() + request.timeout_s
-    replies = _Replies(interaction, simulator_prompt(interaction, os.environ) if auto else None)
+    # $BENCH_SIMULATOR_PROMPT_FILE from the process environment, then ~/.comet/eval/.env, like every default.
+    replies = _Replies(interaction, simulator_prompt(interaction, load_environment()) if auto else None)
     prompt, kind = request.prompt, "instruction"
     session: str | None = None
     turns: list[Trajectory] = []
@@ -144,7 +153,7 @@ def converse(
                         replies.simulator_prompt or "",
                         turn.final_text,
                         index,
-                        home,
+                        simulator_home,
                         deadline,
                     )
                     or interaction.continue_prompt
@@ -185,7 +194,7 @@ def _simulate(
         prompt,
         session_id=None,
         index=index,
-        home=home + "-simulator" if home != "/root" else "/tmp/sim",
+        home=home,
         timeout_s=max(1.0, min(300.0, deadline - time.monotonic())),
     )
     return str(result.final_text).strip()

@@ -21,7 +21,7 @@ from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.credentials import CredentialSpec, eval_home
 from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.errors import Problem
-from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
+from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
 from scaffold.workspaces.base import InstallSpec
 
 __all__ = ["AdapterCatalog", "adapters_dir", "load_adapters"]
@@ -112,7 +112,10 @@ def load_adapters(env: Mapping[str, str], *, reserved: tuple[str, ...] = ()) -> 
         except ValidationError as exc:
             problems.extend(_hide_credential_values(problems_from(exc, file, AdapterFile, sections=False)))
             continue
-        except (yaml.YAMLError, ValueError, OSError) as exc:  # bad encodings are ValueErrors
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            problems.append(yaml_problem(file, exc))
+            continue
+        except (ValueError, OSError) as exc:
             problems.append(Problem(file, f"not valid YAML: {exc}"))
             continue
         found = _check(parsed, folder, file, reserved, specs)
@@ -151,7 +154,17 @@ def _check(
         )
     elif ident != folder.name:
         problems.append(Problem(file, f"must equal the folder name {folder.name!r}", "metadata.id", ident))
-    elif ident in reserved or ident in seen:
+    elif ident in reserved:
+        problems.append(
+            Problem(
+                file,
+                "is a built-in agent's id, which an adapter cannot replace; give the adapter another id "
+                "(and folder name)",
+                "metadata.id",
+                ident,
+            )
+        )
+    elif ident in seen:
         problems.append(Problem(file, "duplicates an agent that already exists", "metadata.id", ident))
     install = adapter.runtime.install
     if install.kind != "none" and not install.package:

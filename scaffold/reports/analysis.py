@@ -14,11 +14,12 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from scaffold.records import TrialRecord
+from scaffold.reports.comparable import Identities, mismatch
 from scaffold.reports.format import known
 from scaffold.reports.model import (
     Analysis,
@@ -29,13 +30,16 @@ from scaffold.reports.model import (
     FailureCause,
     JudgeOverlay,
     JudgeRow,
+    Label,
     PassK,
     RawTotals,
     Spend,
     Timing,
     TreatmentReport,
+    TreatmentVerdict,
     TrialFiles,
     TrialLink,
+    UnreadableRecord,
 )
 from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide
 from scaffold.rubrics import JUDGE_SOURCE
@@ -112,22 +116,28 @@ def build_analysis(
     records: Iterable[TrialRecord],
     *,
     baseline: str = "CONTROL",
-    problems: Sequence[str] = (),
+    problems: Sequence[UnreadableRecord | str] = (),
     files: Mapping[tuple[str, str], TrialFiles] | None = None,
     alpha: float = 0.05,
     effect: float = DEFAULT_EFFECT,
     max_k: int = DEFAULT_MAX_K,
+    identities: Identities | None = None,
 ) -> Analysis:
     """Aggregate *records* into an ``Analysis`` against *baseline*.
 
     *files* maps (experiment_id, case_id) to the trial's files for links. Never raises on data: no
     records, a missing baseline, one task or every trial excluded give "Insufficient clean data"
-    verdicts and NaN figures with the reason in the model.
+    verdicts and NaN figures with the reason in the model. Treatments that differ in more than the
+    treatment (scaffold.reports.comparable) get "not comparable: <field> differs" verdicts.
     """
     files = files or {}
     acc = _Acc()
+    # *identities*: already gathered from the same records (scaffold.reports.write checks them first).
+    gathered, identities = identities is not None, identities or Identities()
     for record in records:
         _add(acc, record, files.get((record.experiment_id, record.case_id)))
+        if not gathered:
+            identities.add(record)
 
     treatments = sorted({o.treatment for o in acc.raw}, key=lambda t: (t != baseline, t))
     baseline_found = baseline in treatments
@@ -149,6 +159,7 @@ def build_analysis(
             spend=_spend(acc, t),
             runtime=_runtime(acc, t),
             totals=_totals(acc.verdicts[t], acc.raw_scores[t], acc.raw_durations[t]),
+            identity=identities.identity(t),
         )
         for t in treatments
     )
@@ -165,9 +176,13 @@ def build_analysis(
         tuple(task_summaries.values()),
         tuple(s for st in raw_stats.values() for s in st.tasks),
         summarize_tasks(acc.strict) if acc.excluded or acc.flagged else (),
+        # Per (task, treatment): the bounds put these trials back as passes and as failures.
+        MappingProxyType(dict(Counter((link.task, link.treatment) for link in acc.excluded))),
     )
     verdicts = tuple(
-        decide(sets, t, baseline, baseline_found, counts, alpha, effect) for t in treatments if t != baseline
+        _comparable(decide(sets, t, baseline, baseline_found, counts, alpha, effect), identities)
+        for t in treatments
+        if t != baseline
     )
     # Rubric order (a dimension's position in the records' lists), then name: independent of record order.
     dim_names = tuple(sorted(acc.dim_order, key=lambda name: (acc.dim_order[name], name)))
@@ -190,11 +205,42 @@ def build_analysis(
         failures=_failures(acc, treatments),
         judge=_judge(acc, treatments),
         trials=tuple(sorted(acc.trials, key=_record_order)),
-        problems=tuple(problems),
+        problems=tuple(p if isinstance(p, UnreadableRecord) else _unreadable(p) for p in problems),
         notes=tuple(notes),
         alpha=alpha,
         effect=effect,
     )
+
+
+def _comparable(verdict: TreatmentVerdict, identities: Identities) -> TreatmentVerdict:
+    """*verdict*, or "not comparable: <field> differs" when more than the treatment differs between the two
+    sides (scaffold.reports.comparable). No label that claims an effect survives, not the raw or strict
+    set's, nor the exclusion bounds'; the measured figures stay in the model, under a reason that says
+    they are not the treatment's effect."""
+    found = mismatch(
+        verdict.baseline,
+        identities.identity(verdict.baseline),
+        verdict.treatment,
+        identities.identity(verdict.treatment),
+    )
+    if found is None:
+        return verdict
+    label = cast(Label, found.label)
+    return replace(
+        verdict,
+        label=label,
+        reason=f"{found.describe()}; the difference measured is not the treatment's effect, so no verdict is given",
+        raw_label=label,
+        strict_label=label,
+        exclusions=None,
+        mismatch=found,
+    )
+
+
+def _unreadable(message: str) -> UnreadableRecord:
+    """A problem given as a message ("file: reason") rather than as the loader's UnreadableRecord."""
+    file, _, reason = message.partition(": ")
+    return UnreadableRecord(file, None, reason or message)
 
 
 def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:

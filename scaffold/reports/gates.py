@@ -21,7 +21,11 @@ Meanings
 Insufficient data fails the gate. A gate exists to stop a bad change; passing it because the runs
 were rate-limited away, or because a treatment did not run, would let exactly that through. So a
 comparison with fewer than 3 paired tasks, a metric that cannot be computed (NaN, e.g. pass@5 with
-fewer than 5 trials of some task) and an unknown treatment all fail, with the reason.
+fewer than 5 trials of some task) and an unknown treatment all fail, with the reason. So does a
+comparison of treatments that are not comparable (they differ in more than the treatment: agent, model,
+backend, ...; scaffold.reports.comparable), which only a report made with ``--allow-mixed`` can hold:
+no difference between them can be credited to the treatment, for or against. Thresholds on one treatment
+are still answered.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scaffold.errors import GateError
+from scaffold.reports.comparable import mismatch
 from scaffold.reports.model import Analysis, TreatmentReport
 from scaffold.reports.verdicts import MIN_TASKS, label_of
 from scaffold.stats import Insufficient, Metric, compare_treatments, mean_over_tasks
@@ -127,6 +132,10 @@ def _evaluate(gate: Gate, analysis: Analysis) -> GateResult:
 def _comparison(gate: Gate, analysis: Analysis) -> GateResult:
     treatment, baseline = _report(analysis, gate.treatment), _report(analysis, gate.baseline)
     assert treatment is not None and baseline is not None  # checked by the caller
+    if treatment.identity is not None and baseline.identity is not None:
+        found = mismatch(gate.baseline, baseline.identity, gate.treatment, treatment.identity)
+        if found is not None:
+            return GateResult(gate, False, f"{found.label} ({found.describe()}); a comparison gate fails")
     summaries = [*baseline.analysis.tasks, *treatment.analysis.tasks]
     metric: Metric = "pass_rate" if gate.metric == "pass_rate" else "mean_score"
     result = compare_treatments(summaries, gate.baseline, gate.treatment, metric, min_tasks=MIN_TASKS)

@@ -91,6 +91,8 @@ class VerdictRow:
     p_value: str
     flips: str
     power: str
+    quality: str = ""
+    """Bounds of the excluded trials, the strict-set label, the interval floor; "" when none applies."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,16 +144,40 @@ def _verdict_row(v: TreatmentVerdict) -> VerdictRow:
         flips = f"{c.improved} / {c.regressed} / {c.unchanged}"
     power = ""
     if v.power is not None:
-        power = f"{v.power.needed} tasks" if v.power.needed is not None else v.power.note
+        # The cell is a number (it never wraps); why there is none goes in the row under it.
+        power = f"{v.power.needed} tasks" if v.power.needed is not None else "not estimated"
+    if v.trials is not None:
+        power += f"; {v.trials.needed} trials per treatment on one task" if v.trials.needed is not None else ""
     return VerdictRow(
         verdict=v,
-        tone=_TONE.get(v.label, "neutral"),
+        tone=_TONE.get(v.label, "warn" if v.mismatch else "neutral"),
         pass_rate=_comparison(c),
         score=_comparison(v.score, "score"),
         p_value=p_value,
         flips=flips,
         power=power,
+        quality=_quality(v),
     )
+
+
+def _quality(v: TreatmentVerdict) -> str:
+    """What noisy trials could do to the verdict: the bounds of the excluded trials, the flagged ones."""
+    parts = []
+    x = v.exclusions
+    if x is not None and x.imputed:
+        parts.append(
+            f"excluded trials: {x.baseline_excluded} of {x.baseline_trials} {v.baseline}, {x.treatment_excluded} of "
+            f"{x.treatment_trials} {v.treatment} (Fisher's exact p = {number(x.rate_p_value, '.3g')}); counted as "
+            f"failures of {v.treatment} and passes of {v.baseline}: {x.worst_label}; "
+            f"the other way round: {x.best_label}"
+        )
+    if v.strict_label != v.label:
+        parts.append(f"without flagged trials: {v.strict_label}")
+    if isinstance(v.pass_rate, PairedComparison) and v.pass_rate.floored:
+        parts.append("interval at the binomial floor: the tasks vary less than their trials' own noise allows")
+    if v.power is not None and v.power.needed is None and v.power.note:
+        parts.append(f"tasks needed not estimated: {v.power.note}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _difference_row(label: str, c: PairedComparison | Insufficient | None) -> Row:

@@ -4,6 +4,10 @@ Merging is safe only when trials of one (task, treatment) ran the same configura
 hash of their resolved configuration, and ``load_experiments`` refuses to mix two hashes of one pair,
 naming both directories. The same trial (experiment id and case id) found in two directories is refused
 too: it would be counted twice.
+
+A record that cannot be read (damaged, truncated, a value of the wrong type or out of bounds: see
+scaffold.record_files) never stops the others: it is an ``UnreadableRecord`` naming the file and the
+field, which every report lists and ``comet report`` answers with its own exit status.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ from pathlib import Path
 
 from scaffold.errors import RecordError, ReportError
 from scaffold.experiment import RECORD_FILE
-from scaffold.record_files import gc_paused, read_record
+from scaffold.record_files import gc_paused, read_record, record_field
 from scaffold.records import TrialRecord
-from scaffold.reports.model import TrialFiles
+from scaffold.reports.model import TrialFiles, UnreadableRecord
 
 __all__ = ["Loaded", "load_experiments"]
 
@@ -29,8 +33,8 @@ class Loaded:
     records: tuple[TrialRecord, ...]
     files: dict[tuple[str, str], TrialFiles]
     """(experiment_id, case_id) -> files, as paths relative to the ``link_base`` given (or absolute)."""
-    problems: tuple[str, ...]
-    """One message per record that could not be read (the others are still reported)."""
+    problems: tuple[UnreadableRecord, ...]
+    """One per record that could not be read (the others are still reported), in folder order."""
     dirs: tuple[Path, ...]
 
 
@@ -60,14 +64,16 @@ def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
         seen_dirs.setdefault(resolved, directory)  # the same directory twice is read once
     records: list[TrialRecord] = []
     files: dict[tuple[str, str], TrialFiles] = {}
-    problems: list[str] = []
+    problems: list[UnreadableRecord] = []
     hashes: dict[tuple[str, str], tuple[str, Path]] = {}
     owners: dict[tuple[str, str], Path] = {}
     for directory in seen_dirs.values():
         trials = os.fspath(directory / "trials")
         found, unreadable = _read_trials(trials)
-        problems.extend(unreadable)
         prefix = _link_prefix(directory / "trials", link_base)
+        problems.extend(
+            _unreadable(f"{prefix}/{folder}/{RECORD_FILE}", path, error) for folder, path, error in unreadable
+        )
         for folder_name, record in found:
             pair = (record.task, record.treatment)
             first = hashes.setdefault(pair, (record.config_hash, directory))
@@ -91,8 +97,18 @@ def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
     return Loaded(tuple(records), files, tuple(problems), tuple(seen_dirs.values()))
 
 
-def _read_trials(trials: str) -> tuple[list[tuple[str, TrialRecord]], list[str]]:
-    """(folder name, record) for every trial folder with a record, in folder order; a message per bad one.
+def _unreadable(file: str, path: str, error: RecordError) -> UnreadableRecord:
+    message = str(error)
+    # The reason without the path the message starts with (the file is shown as linked).
+    reason = message[len(path) + 2 :] if message.startswith(f"{path}: ") else message
+    field = record_field(message)
+    # The field is given apart; the reason need not repeat it.
+    return UnreadableRecord(file, field, reason.replace(f" - at `{field}`", "") if field else reason)
+
+
+def _read_trials(trials: str) -> tuple[list[tuple[str, TrialRecord]], list[tuple[str, str, RecordError]]]:
+    """(folder name, record) for every trial folder with a record, in folder order; (folder name, path,
+    error) per bad one.
 
     One directory listing for the whole experiment and one read per record, with plain strings rather than
     Paths: at 100,000 trials each extra call per trial costs about a tenth of a second. A folder without a
@@ -101,14 +117,14 @@ def _read_trials(trials: str) -> tuple[list[tuple[str, TrialRecord]], list[str]]
     with os.scandir(trials) as entries:
         folders = sorted(entry.name for entry in entries if entry.is_dir())
     found: list[tuple[str, TrialRecord]] = []
-    problems: list[str] = []
+    problems: list[tuple[str, str, RecordError]] = []
     for folder in folders:
         path = f"{trials}/{folder}/{RECORD_FILE}"
         try:
             found.append((folder, read_record(path)))
         except RecordError as exc:
             if os.path.lexists(path):  # checked only on failure: reading is the common case
-                problems.append(str(exc))
+                problems.append((folder, path, exc))
     return found, problems
 
 

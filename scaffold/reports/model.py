@@ -15,7 +15,7 @@ Pure data: no files, pytest, docker or subprocess.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -38,18 +38,23 @@ __all__ = [
     "Counts",
     "DimensionStats",
     "DimensionWeight",
+    "ExclusionCheck",
     "FailureCause",
     "JudgeOverlay",
     "JudgeRow",
     "Label",
+    "Mismatch",
     "PassK",
     "RawTotals",
     "Spend",
     "Timing",
+    "TreatmentIdentity",
     "TreatmentReport",
     "TreatmentVerdict",
     "TrialFiles",
     "TrialLink",
+    "UnreadableRecord",
+    "shown_values",
 ]
 
 Label = Literal[
@@ -58,9 +63,86 @@ Label = Literal[
     "no significant difference",
     "Insufficient clean data",
     "Inconclusive due to data quality",
+    # Treatments that differ in more than the treatment (scaffold.reports.comparable; --allow-mixed):
+    "not comparable: agent differs",
+    "not comparable: agent version differs",
+    "not comparable: model differs",
+    "not comparable: endpoint differs",
+    "not comparable: backend differs",
+    "not comparable: harness version differs",
+    "not comparable: task content differs",
 ]
 INSUFFICIENT: Final = "Insufficient clean data"
 INCONCLUSIVE: Final = "Inconclusive due to data quality"
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableRecord:
+    """A record file that could not be read: left out of every figure, listed in every report."""
+
+    file: str
+    """The record's path, linked as the trial files are (relative to the report folder, or absolute)."""
+    field: str | None
+    """The field to blame (``$.weighted_score``, ``$.trajectory.tokens.input``); None when the file as a
+    whole is (truncated, not JSON, another schema version)."""
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class TreatmentIdentity:
+    """What produced one treatment's trials: every value seen, sorted, None (unknown) last when present.
+
+    A treatment run by one agent has one value per field; two values are a treatment whose trials were
+    not all run alike. None: the record did not say (no trajectory, or written before the field existed).
+    """
+
+    agent: tuple[str | None, ...]
+    agent_version: tuple[str | None, ...]
+    model: tuple[str | None, ...]
+    endpoint: tuple[str | None, ...]
+    """``none`` (no model), ``local`` (this machine's loopback), ``remote`` (scaffold.records.Endpoint)."""
+    backend: tuple[str | None, ...]
+    harness_version: tuple[str | None, ...]
+    task_hashes: tuple[tuple[str, str | None], ...]
+    """(task, content hash) pairs seen, sorted."""
+
+    def text(self, name: str) -> str:
+        """A field as every report shows it: "nop"; "2.0.1, 2.0.2"; "unknown" ("default" for the model)."""
+        values: tuple[str | None, ...] = getattr(self, name)
+        return shown_values(values, default=name == "model")
+
+
+def shown_values(values: Iterable[str | None], *, default: bool = False) -> str:
+    """Values as reports show them; None is "unknown", or "default" where it means the agent's default."""
+    missing = "default" if default else "unknown"
+    return ", ".join(missing if v is None else v for v in values) or missing
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """The first thing other than the treatment that differs between two treatments' trials."""
+
+    field: str
+    """What differs, as reports name it: "agent", "agent version", "model", "endpoint", "backend",
+    "harness version" or "task content"."""
+    baseline: str
+    treatment: str
+    baseline_value: str
+    """The value(s) seen under the baseline, as shown ("nop"; "2.0.1, 2.0.2"; "unknown")."""
+    treatment_value: str
+
+    @property
+    def label(self) -> str:
+        return f"not comparable: {self.field} differs"
+
+    def describe(self) -> str:
+        return (
+            f"{self.field} differs: {self.baseline} ran {self.baseline_value}, "
+            f"{self.treatment} ran {self.treatment_value}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +320,8 @@ class TreatmentReport:
     runtime: Timing
     totals: RawTotals
     """Pooled raw-set totals (summary.md's "By treatment")."""
+    identity: TreatmentIdentity | None = None
+    """The agent, version, model, endpoint, backend and harness that produced the treatment's trials."""
 
     @property
     def pass_rate_shift(self) -> float:
@@ -361,12 +445,50 @@ class TreatmentVerdict:
     strict_label: Label
     """The label the strict set would give (flagged trials dropped too)."""
     power: SampleSize | None
-    """Tasks needed to detect ``Analysis.effect`` at ``alpha`` and power 0.8, from the observed spread
-    of per-task differences; None when there was no comparison."""
+    """Tasks needed to detect ``Analysis.effect`` at ``alpha`` and power 0.8 with the paired t test
+    the verdict uses (noncentral t), from the observed spread of per-task differences; ``needed`` is
+    None when no spread was observed. None when there was no comparison."""
+    trials: SampleSize | None = None
+    """Trials per treatment of one task to detect ``Analysis.effect`` from the baseline's mean pass
+    rate (two proportions); None when there was no comparison."""
+    exclusions: ExclusionCheck | None = None
+    """The verdict with excluded trials imputed at both extremes, and the test of the exclusion rates;
+    None when there was no comparison."""
+    mismatch: Mismatch | None = None
+    """What differs between the two treatments besides the treatment, when something does: the label is
+    then "not comparable: <field> differs" (reports only made with --allow-mixed)."""
 
     @property
     def decisive(self) -> bool:
         return self.label in ("improvement", "regression")
+
+    @property
+    def comparable(self) -> bool:
+        return self.mismatch is None
+
+
+@dataclass(frozen=True, slots=True)
+class ExclusionCheck:
+    """How far excluded trials could move a verdict (scaffold.stats.exclusions), and whether the two
+    treatments lost different shares of trials to exclusion."""
+
+    worst: PairedComparison | Insufficient
+    """Pass-rate comparison with the treatment's excluded trials as failures, the baseline's as passes."""
+    best: PairedComparison | Insufficient
+    """The other extreme: the treatment's excluded trials as passes, the baseline's as failures."""
+    worst_label: Label
+    best_label: Label
+    baseline_excluded: int
+    baseline_trials: int
+    treatment_excluded: int
+    treatment_trials: int
+    rate_p_value: float
+    """Fisher's exact test (two-sided) of "both treatments lose the same share of trials to exclusion"."""
+
+    @property
+    def imputed(self) -> bool:
+        """False when neither side excluded a trial (both extremes are then the analysis set)."""
+        return bool(self.baseline_excluded or self.treatment_excluded)
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +530,8 @@ class Analysis:
     """None when no record carries judge dimensions."""
     trials: tuple[TrialLink, ...]
     """Every trial of the raw set, sorted by (task, treatment, trial, experiment, case id)."""
-    problems: tuple[str, ...]
-    """Messages about records that could not be read (passed in by the loader)."""
+    problems: tuple[UnreadableRecord, ...]
+    """Records that could not be read (passed in by the loader): left out of every figure, listed."""
     notes: tuple[str, ...]
     """Plain sentences the reports must show (missing baseline, ...)."""
     alpha: float

@@ -2,6 +2,10 @@
 
 The schema has its own version, independent of the trial record's: a field is never renamed or given a
 new meaning without bumping ``RESULTS_SCHEMA_VERSION``; new fields may be added within a version.
+
+After the trials, one line per record that could not be read (``"unreadable": true``, with the record's
+path, the field to blame and the reason): a tool reading results.jsonl sees that trials are missing
+rather than a silently shorter list. Trial lines never carry ``unreadable``.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import orjson
 
 from scaffold.records import TrialRecord
 from scaffold.reports.format import known
-from scaffold.reports.model import TrialFiles
+from scaffold.reports.model import TrialFiles, UnreadableRecord
 from scaffold.rubrics import JUDGE_SOURCE
 
 __all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_row"]
@@ -74,9 +78,13 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
 
 
 def result_lines(
-    records: Iterable[TrialRecord], files: Mapping[tuple[str, str], TrialFiles] | None = None
+    records: Iterable[TrialRecord],
+    files: Mapping[tuple[str, str], TrialFiles] | None = None,
+    *,
+    unreadable: Iterable[UnreadableRecord] = (),
 ) -> Iterator[str]:
-    """One JSON line per record (with its newline), sorted by (task, treatment, experiment, trial)."""
+    """One JSON line per record (with its newline), sorted by (task, treatment, experiment, trial); then
+    one per *unreadable* record, in the order given."""
     files = files or {}
     ordered = sorted(records, key=lambda r: (r.task, r.treatment, r.experiment_id, r.trial, r.case_id))
     for record in ordered:
@@ -84,3 +92,13 @@ def result_lines(
         # orjson: compact UTF-8 with the newline, about five times faster than json.dumps per line. Every
         # number in a row went through known(), so no NaN reaches it (orjson would write null).
         yield orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE).decode()
+    for problem in unreadable:
+        line = {
+            "schema": RESULTS_SCHEMA,
+            "schema_version": RESULTS_SCHEMA_VERSION,
+            "unreadable": True,
+            "record": problem.file,
+            "field": problem.field,
+            "reason": problem.reason,
+        }
+        yield orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE).decode()

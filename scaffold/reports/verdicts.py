@@ -5,23 +5,53 @@ Decided in this order, for one treatment:
 1. "Insufficient clean data": the baseline has no trials, or fewer than ``MIN_TASKS`` tasks have a
    pass rate under both treatments in the analysis set.
 2. "Inconclusive due to data quality": more than ``EXCLUDED_SHARE_LIMIT`` of either side's trials were
-   excluded, or the label decided on the analysis set changes on the raw set (excluded trials kept) or
-   on the strict set (flagged trials dropped): the answer depends on how noise is treated.
+   excluded; or the label changes within the bounds the excluded trials allow (the comparison redone
+   with the treatment's excluded trials counted as failures and the baseline's as passes, and the
+   other way round: scaffold.stats.exclusions); or it changes on the strict set (flagged trials
+   dropped). The answer then depends on what the noisy trials would have shown.
 3. "improvement" / "regression": the paired sign-flip test over tasks gives p <= ``alpha`` and the
    interval of the mean per-task pass-rate difference excludes 0 (both must agree); the sign names it.
 4. "no significant difference" otherwise. Never a fixed threshold on the drop.
+
+Why bounds rather than the raw set (excluded trials kept as they were recorded), which this replaced:
+an excluded trial is usually recorded as ``error``, unscored, so the raw set equals the analysis set
+and an exclusion tied to the outcome (failing trials three times as likely to time out) went unnoticed;
+when excluded trials were recorded as ``failed``, the raw set was one particular guess (every excluded
+trial a failure, on both sides) rather than a range. The bounds ask the one question that matters:
+could any outcome of the excluded trials change the answer? They are stricter than the raw set was:
+in benchmarks/calibration.py a true +20-point effect with 5-15% of trials excluded reads
+"Inconclusive" about half the time at 10 and 20 tasks, against 13-18% under the raw-set rule.
+Only the two extremes are computed: every other imputation gives per-task differences between
+theirs, task by task. The label is not strictly monotone in the differences (the
+sign-flip p and the interval also move with their spread), so the extremes stand in for all the
+imputations rather than bound them exactly; 2^(excluded trials) recomputations would be the exact
+answer and are out of reach. The raw label is still computed, for the sensitivity table. Fisher's
+exact test of the exclusion rates (``ExclusionCheck.rate_p_value``) is shown beside, not decided on: a
+difference in rates is a warning sign, the bounds are the answer.
 
 Pure: per-task summaries in, a TreatmentVerdict out.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
-from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Counts, Label, TreatmentVerdict
-from scaffold.stats import Insufficient, Metric, PairedComparison, TaskSummary, compare_treatments, tasks_needed
+from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Counts, ExclusionCheck, Label, TreatmentVerdict
+from scaffold.stats import (
+    Insufficient,
+    Metric,
+    PairedComparison,
+    TaskSummary,
+    compare_treatments,
+    tasks_needed,
+    trials_needed,
+)
+from scaffold.stats.exclusions import fisher_exact, impute_excluded
 
 __all__ = ["EXCLUDED_SHARE_LIMIT", "MIN_TASKS", "TaskSets", "decide", "label_of"]
 
@@ -32,11 +62,13 @@ EXCLUDED_SHARE_LIMIT: Final = 0.5
 
 @dataclass(frozen=True, slots=True)
 class TaskSets:
-    """Per-task summaries of the three sets, computed once for all verdicts."""
+    """Per-task summaries of the three sets, computed once for all verdicts, and the excluded trials
+    per (task, treatment) for the bounds."""
 
     analysis: tuple[TaskSummary, ...]
     raw: tuple[TaskSummary, ...]
     strict: tuple[TaskSummary, ...]
+    excluded: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def label_of(comparison: PairedComparison | Insufficient, alpha: float) -> Label:
@@ -85,27 +117,90 @@ def decide(
     noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
     raw_label = label_of(_compare(sets.raw, baseline, treatment, "pass_rate"), alpha) if noisy else label
     strict_label = label_of(_compare(sets.strict, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    power = tasks_needed(pass_rate.sd, effect, alpha) if isinstance(pass_rate, PairedComparison) else None
-    lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
-    worst = max(lost, key=lambda t: (lost[t], t))
     if isinstance(pass_rate, Insufficient):
         excluded = ", ".join(f"{counts[t].excluded} of {counts[t].trials} {t} trials" for t in (baseline, treatment))
         reason = f"{pass_rate.reason}; excluded as noise: {excluded}"
-    elif lost[worst] > EXCLUDED_SHARE_LIMIT:
+        return TreatmentVerdict(
+            treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, None, None, None
+        )
+    power = tasks_needed(pass_rate.sd, effect, alpha, trials=_typical_trials(sets.analysis, pass_rate))
+    trials = trials_needed(_baseline_rate(sets.analysis, baseline, pass_rate.tasks), effect, alpha)
+    bounds = _bounds(sets, baseline, treatment, counts, alpha, pass_rate)
+    lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
+    worst = max(lost, key=lambda t: (lost[t], t))
+    if lost[worst] > EXCLUDED_SHARE_LIMIT:
         label = INCONCLUSIVE
         reason = (
             f"{counts[worst].excluded} of {counts[worst].trials} {worst} trials were excluded as noise "
             f"(more than {EXCLUDED_SHARE_LIMIT:.0%}); the rest are not a fair sample of the tasks"
         )
-    elif label != raw_label or label != strict_label:
+    elif label != bounds.worst_label or label != bounds.best_label:
         reason = (
-            f"on the analysis set the answer is {label!r}, but with excluded trials kept it is {raw_label!r} "
-            f"and without flagged trials it is {strict_label!r}: the conclusion depends on noisy trials"
+            f"on the analysis set the answer is {label!r}, but counting the excluded trials "
+            f"({bounds.treatment_excluded} of {treatment}, {bounds.baseline_excluded} of {baseline}) as failures of "
+            f"{treatment} and passes of {baseline} it is {bounds.worst_label!r}, and the other way round "
+            f"{bounds.best_label!r}: the conclusion depends on what the excluded trials would have shown"
+        )
+        label = INCONCLUSIVE
+    elif label != strict_label:
+        reason = (
+            f"on the analysis set the answer is {label!r}, but without flagged trials it is {strict_label!r}: "
+            f"the conclusion depends on noisy trials"
         )
         label = INCONCLUSIVE
     else:
         reason = _figures(pass_rate, alpha, label)
-    return TreatmentVerdict(treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, power)
+    return TreatmentVerdict(
+        treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, power, trials, bounds
+    )
+
+
+def _typical_trials(summaries: Sequence[TaskSummary], c: PairedComparison) -> float:
+    """Median scored trials of a paired task's side: the step 1/m of its pass rates (see tasks_needed)."""
+    paired, sides = set(c.tasks), (c.baseline, c.treatment)
+    return float(statistics.median(s.scored for s in summaries if s.treatment in sides and s.task in paired))
+
+
+def _baseline_rate(summaries: Sequence[TaskSummary], baseline: str, tasks: Sequence[str]) -> float:
+    """The baseline's mean pass rate over the paired tasks: where a one-task trial count starts from."""
+    paired = set(tasks)
+    rates = [s.pass_rate for s in summaries if s.treatment == baseline and s.task in paired]
+    return math.fsum(rates) / len(rates) if rates else math.nan
+
+
+def _bounds(
+    sets: TaskSets,
+    baseline: str,
+    treatment: str,
+    counts: Mapping[str, Counts],
+    alpha: float,
+    comparison: PairedComparison,
+) -> ExclusionCheck:
+    """The comparison at both extremes of the excluded trials' outcomes (the module docstring)."""
+    before, after = counts[baseline], counts[treatment]
+    worst: PairedComparison | Insufficient = comparison
+    best: PairedComparison | Insufficient = comparison
+    if before.excluded or after.excluded:
+        pair = [s for s in sets.analysis if s.treatment in (baseline, treatment)]
+        worst = _compare(
+            impute_excluded(pair, sets.excluded, {baseline: True, treatment: False}), baseline, treatment, "pass_rate"
+        )
+        best = _compare(
+            impute_excluded(pair, sets.excluded, {baseline: False, treatment: True}), baseline, treatment, "pass_rate"
+        )
+    return ExclusionCheck(
+        worst=worst,
+        best=best,
+        worst_label=label_of(worst, alpha),
+        best_label=label_of(best, alpha),
+        baseline_excluded=before.excluded,
+        baseline_trials=before.trials,
+        treatment_excluded=after.excluded,
+        treatment_trials=after.trials,
+        rate_p_value=fisher_exact(
+            after.excluded, after.trials - after.excluded, before.excluded, before.trials - before.excluded
+        ),
+    )
 
 
 def _figures(c: PairedComparison, alpha: float, label: Label) -> str:

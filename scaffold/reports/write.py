@@ -19,11 +19,12 @@ from scaffold.record_files import gc_paused
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.aside import FORK_MIN_TRIALS, Aside
+from scaffold.reports.comparable import Identities, refuse_mixed
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
 from scaffold.reports.html import render_html
 from scaffold.reports.load import Loaded, load_experiments
-from scaffold.reports.model import Analysis, TrialFiles
+from scaffold.reports.model import Analysis, TrialFiles, UnreadableRecord
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
 
@@ -57,7 +58,7 @@ class Reported:
     written: Written
     trials: int
     dirs: tuple[Path, ...]
-    problems: tuple[str, ...]
+    problems: tuple[UnreadableRecord, ...]
     loaded: Loaded | None = None
     """The records read, when asked to keep them (``keep_records``); otherwise freed before returning."""
 
@@ -71,6 +72,7 @@ def report_experiments(
     title: str | None = None,
     allow_empty: bool = False,
     keep_records: bool = False,
+    allow_mixed: bool = False,
 ) -> Reported:
     """Read every record of *dirs* and write their reports into *out_dir*: ``comet report`` and session end.
 
@@ -80,6 +82,8 @@ def report_experiments(
     ReportError when there is no readable record, unless *allow_empty* (the reports then say so).
     *keep_records*: return the records in ``Reported.loaded`` rather than freeing them (a process about
     to end can skip freeing them one by one: see scaffold.cli.entry).
+    MixedError, before any file is written, when treatments differ in more than the treatment (agent,
+    model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*.
     """
     with gc_paused():
         loaded = load_experiments(dirs, link_base=out_dir)
@@ -96,6 +100,7 @@ def report_experiments(
             loaded.problems,
             loaded.files,
             outputs or ReportOutputs(),
+            allow_mixed,
         )
         reported = Reported(
             written, len(loaded.records), loaded.dirs, loaded.problems, loaded if keep_records else None
@@ -114,13 +119,17 @@ def write_reports(
     *,
     title: str,
     baseline: str = "CONTROL",
-    problems: Sequence[str] = (),
+    problems: Sequence[UnreadableRecord] = (),
     files: Mapping[tuple[str, str], TrialFiles] | None = None,
     outputs: ReportOutputs | None = None,
+    allow_mixed: bool = False,
 ) -> Written:
-    """Build the analysis once and write every chosen report into *out_dir* (created if needed)."""
+    """Build the analysis once and write every chosen report into *out_dir* (created if needed); MixedError
+    as ``report_experiments`` raises it."""
     with gc_paused():  # millions of small acyclic objects: see scaffold.record_files.gc_paused
-        return _write_reports(out_dir, records, title, baseline, problems, files, outputs or ReportOutputs())
+        return _write_reports(
+            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed
+        )
 
 
 def _write_reports(
@@ -128,19 +137,23 @@ def _write_reports(
     records: Sequence[TrialRecord],
     title: str,
     baseline: str,
-    problems: Sequence[str],
+    problems: Sequence[UnreadableRecord],
     files: Mapping[tuple[str, str], TrialFiles] | None,
     outputs: ReportOutputs,
+    allow_mixed: bool,
 ) -> Written:
+    identities = Identities.of(records)
+    if not allow_mixed:
+        refuse_mixed(identities, baseline)  # before any file is written: no report pairs them
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     # results.jsonl needs no analysis: a forked child writes it meanwhile when there are many records.
     with Aside(
         out_dir / RESULTS,
-        lambda: write_text_atomic(out_dir / RESULTS, result_lines(records, files)),
+        lambda: write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)),
         fork=len(records) >= FORK_MIN_TRIALS,
     ) as results:
-        analysis = build_analysis(records, baseline=baseline, problems=problems, files=files)
+        analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
         if outputs.markdown:
             paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
             paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))

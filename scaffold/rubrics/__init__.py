@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Annotated, Final
 
 import msgspec
 
@@ -27,8 +27,10 @@ class Dimension(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
     (and then left out of the record) and :data:`JUDGE_SOURCE` for a judge score."""
 
     name: str
-    weight: float
-    score: float | None
+    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.7976931348623157e308)]
+    """Finite and not negative (checked when a record is decoded, like the score's bounds)."""
+    score: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] | None
+    """In [0, 1], rubric and judge alike; None when the dimension does not apply (N/A)."""
     reason: str
     source: str | None = None
 

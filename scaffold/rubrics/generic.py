@@ -69,17 +69,20 @@ def _skill_invocation(data: RubricInput) -> tuple[Dimension, tuple[str, ...]]:
         return _dim(
             "skill_invocation", None, f"N/A: the treatment installs none of the required skills ({', '.join(required)})"
         ), ()
+    # Only calls that succeeded are invocations; a failed one (skills_attempted) is named, never counted.
     invoked = {skill_key(s) for s in data.trajectory.skills_invoked}
+    attempted = {skill_key(s) for s in data.trajectory.skills_attempted}
     missing = [s for s in applicable if skill_key(s) not in invoked]
+    labels = [f"{s} (its call failed)" if skill_key(s) in attempted else s for s in missing]
     hard = (
-        tuple(f"Required skill not invoked: {s}" for s in missing)
+        tuple(f"Required skill not invoked: {s}" for s in labels)
         if data.task.spec.evaluation.require_skill_invocation
         else ()
     )
     got = len(applicable) - len(missing)
     reason = f"{got}/{len(applicable)} required skills invoked"
     if missing:
-        reason += "; not invoked: " + ", ".join(missing)
+        reason += "; not invoked: " + ", ".join(labels)
     return _dim("skill_invocation", got / len(applicable), reason), hard
 
 

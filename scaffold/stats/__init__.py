@@ -48,24 +48,44 @@ Between two treatments (``compare_treatments``)
       Under "no effect" each difference is equally likely to carry either sign, an assumption that holds
       at any n without normality. Exact over all 2^n sign patterns for n <= 16; above, 20,000 patterns
       drawn with a fixed seed, p = (1 + hits) / (1 + draws). Symmetric under swapping the treatments.
-    - 95% interval: paired t-interval on the differences, mean +- t_{n-1} sd / sqrt(n). Chosen over a
-      bootstrap over tasks because the percentile bootstrap is too narrow at the small n of eval suites
-      and needs a seed; the t-interval is deterministic and standard. Near the boundary it can disagree
-      with the permutation p-value; the p-value is the test, the interval the size of the effect.
+    - 95% interval: paired t-interval on the differences, mean +- t_{n-1} se with se = sd / sqrt(n).
+      Chosen over a bootstrap over tasks because the percentile bootstrap is too narrow at the small n
+      of eval suites and needs a seed; the t-interval is deterministic and standard. Near the boundary
+      it can disagree with the permutation p-value; the p-value is the test, the interval the size of
+      the effect. For pass rates se is never below the binomial floor (``binomial_floor``): the SE the
+      trials' own binomial noise gives the mean difference, each side of each task taking the SE its
+      Wilson interval implies; all of it when every difference is the same, its 5% chi-square quantile
+      (df n - 1) when some spread was seen. Without it, zero observed spread (all passing under both)
+      gave a point interval "+0.0% to +0.0%"; with it, 10 tasks x 10 trials all passing give +-7 points.
 
-Power (``tasks_needed``, ``trials_needed``), normal approximations
-    Tasks for a paired comparison: n = ((z_{1-alpha/2} + z_power) * sd_d / delta)^2 with sd_d the
-    observed standard deviation of per-task differences, never below the 6 tasks (at alpha 0.05) that the
-    exact sign-flip test needs to reach p <= alpha at all. Trials of one task, per treatment, to detect a
-    pass-rate change delta from an observed rate p: two-proportion formula (Fleiss, no continuity
-    correction). Defaults: delta 0.10 (ten points), alpha 0.05, power 0.80.
+Power (``tasks_needed``, ``trials_needed``)
+    Tasks for a paired comparison: the smallest n at which the paired t test (the noncentral t
+    distribution with n - 1 degrees of freedom, ``t_test_power``) reaches the power, with sd_d the
+    observed standard deviation of per-task differences; never below the 6 tasks (at alpha 0.05) that
+    the exact sign-flip test needs to reach p <= alpha at all. Not estimated (None, with the reason)
+    when sd_d is 0: no spread observed is not "no spread". The z formula used before was about two
+    tasks short (power 0.75 at its answer). Trials of one task, per treatment, to detect a pass-rate
+    change delta from an observed rate p: two-proportion formula (Fleiss, no continuity correction).
+    Defaults: delta 0.10 (ten points), alpha 0.05, power 0.80.
+
+Excluded trials (``impute_excluded``, ``fisher_exact``)
+    The per-task summaries with excluded trials put back as passes or failures, for the verdict's
+    bounds (scaffold.reports.verdicts); Fisher's exact test of two exclusion rates.
 """
 
 from scaffold.stats.aggregate import TreatmentStats, summarize_treatments
+from scaffold.stats.exclusions import fisher_exact, impute_excluded
 from scaffold.stats.outcomes import TaskSummary, TrialOutcome, outcomes_from_records, summarize_tasks
-from scaffold.stats.paired import Insufficient, Metric, PairedComparison, compare_treatments, sign_flip_p_value
+from scaffold.stats.paired import (
+    Insufficient,
+    Metric,
+    PairedComparison,
+    binomial_floor,
+    compare_treatments,
+    sign_flip_p_value,
+)
 from scaffold.stats.passk import KPlan, k_ladder, pass_at_k, pass_hat_k, pass_hat_k_observed, plan_ks
-from scaffold.stats.power import SampleSize, tasks_needed, trials_needed
+from scaffold.stats.power import SampleSize, t_test_power, tasks_needed, trials_needed
 from scaffold.stats.rates import Estimate, Rate, mean_over_tasks, wilson_interval
 
 __all__ = [
@@ -79,7 +99,10 @@ __all__ = [
     "TaskSummary",
     "TreatmentStats",
     "TrialOutcome",
+    "binomial_floor",
     "compare_treatments",
+    "fisher_exact",
+    "impute_excluded",
     "k_ladder",
     "mean_over_tasks",
     "outcomes_from_records",
@@ -90,6 +113,7 @@ __all__ = [
     "sign_flip_p_value",
     "summarize_tasks",
     "summarize_treatments",
+    "t_test_power",
     "tasks_needed",
     "trials_needed",
     "wilson_interval",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scaffold.errors import SelectionError
+from scaffold.errors import SelectionError, WorkspaceError
 from scaffold.workspaces.base import NO_NETWORK, AgentNetwork, Backend, InstallSpec
 from scaffold.workspaces.local import LocalBackend
+from scaffold.workspaces.owners import sweep_dead
 
-__all__ = ["create_backend", "known_backends"]
+__all__ = ["create_backend", "known_backends", "sweep_crashed"]
 
 
 def known_backends() -> list[str]:
@@ -30,6 +31,8 @@ def create_backend(
     container a network only when *network* asks for one: this machine only (an endpoint served here),
     only the listed endpoints through the egress proxy, or else the engine's default bridge.
     """
+    # What killed sessions left (workspaces, control folders, agents' HOMEs) goes before this one makes its own.
+    sweep_dead(workspace_root)
     if name == "local":
         return LocalBackend(workspace_root)
     if name == "docker":
@@ -44,3 +47,25 @@ def create_backend(
             egress=network.endpoints,
         )
     raise SelectionError(f"--backend={name}: unknown backend; known: {', '.join(known_backends())}")
+
+
+def sweep_crashed(name: str) -> None:
+    """Remove now what crashed processes left in the engine of backend *name* (docker; nothing else keeps
+    state outside the workspace root). For a pytest-xdist controller whose worker died (SIGKILL, the OOM
+    killer): that worker never closes its backend, and the workers whose close would sweep it may have
+    closed already (xdist shuts a worker down once its last test is sent), so nobody else might."""
+    if name != "docker":
+        return
+    from scaffold.workspaces.docker import sweep
+    from scaffold.workspaces.docker.engine import connect
+
+    try:
+        client = connect()
+    except WorkspaceError:
+        return  # no engine: nothing of ours runs in it
+    try:
+        sweep(client)
+    except WorkspaceError:
+        pass  # a container that resists removal: the next session's sweep tries again
+    finally:
+        client.close()

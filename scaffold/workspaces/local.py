@@ -17,6 +17,11 @@ The validation phase (``begin_validation``) under the strict policy:
   through ``unshare --user --map-current-user --net`` (about a millisecond, loopback down). Where the
   kernel allows neither (no user namespaces for unprivileged users, not Linux), validation runs with
   this machine's network and an :class:`IsolationWarning` says so once per session.
+
+When the harness dies, even by SIGKILL, the agent's processes die with it: a supervisor process, started
+with the first workspace, ends every process carrying a marker of the harness's workspaces and removes
+the folders (scaffold.workspaces.supervisor). Every folder the backend makes carries an owner mark, so
+what a dead session left is swept by the next (scaffold.workspaces.owners).
 """
 
 from __future__ import annotations
@@ -25,11 +30,11 @@ import contextlib
 import os
 import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scaffold.errors import WorkspaceError
 from scaffold.process_output import ProcessResult
 from scaffold.procs import run_process
 from scaffold.tasks import Task
@@ -37,7 +42,9 @@ from scaffold.workspaces.base import ValidationPolicy, Workspace
 from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
+from scaffold.workspaces.owners import OwnedFolders, state_root
 from scaffold.workspaces.processes import MARKER, end_marked, last_pid
+from scaffold.workspaces.supervisor import Supervisor
 
 __all__ = ["IsolationWarning", "LocalBackend", "LocalWorkspace", "base_environment"]
 
@@ -96,7 +103,11 @@ class LocalWorkspace(HostFiles):
             return
         self.policy = policy
         if policy is ValidationPolicy.STRICT:
-            end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since)
+            self.end_processes()
+
+    def end_processes(self) -> None:
+        """SIGKILL every process the workspace's commands left (scaffold.workspaces.processes)."""
+        end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since)
 
     def exec(
         self,
@@ -121,6 +132,9 @@ class LocalBackend:
 
     def __init__(self, workspace_root: Path) -> None:
         self._root = workspace_root
+        self._owned = OwnedFolders(workspace_root)
+        self._scratch = OwnedFolders(state_root())
+        self._supervisor = Supervisor([workspace_root, state_root()])
         self._shim: Path | None = None
         self._network: IsolatedNetwork | None = None
         # Folders above the workspaces (one per experiment): emptied folders are removed at close,
@@ -133,12 +147,14 @@ class LocalBackend:
     def create(self, task: Task, trial_key: str) -> LocalWorkspace:
         path = self._root / trial_key
         self._parents.add(path.parent)
+        self._supervisor.start()  # before any command of the workspace runs
+        self._owned.claim(path)
         fresh_copy(task.environment_dir, path)
         return LocalWorkspace(path, shim=str(self._validation_shim()), network=self._isolated_network())
 
     def _validation_shim(self) -> Path:
         if self._shim is None:
-            self._shim = Path(tempfile.mkdtemp(prefix="comet-validation-lib-"))
+            self._shim = self._scratch.make_temp("comet-validation-lib-")
             write_shim(self._shim)
         return self._shim
 
@@ -152,14 +168,21 @@ class LocalBackend:
 
     def destroy(self, workspace: Workspace, *, keep: bool) -> None:
         assert isinstance(workspace, LocalWorkspace)
+        if workspace.policy is not ValidationPolicy.STRICT:
+            # The trial ends here (interrupted before validation, or validation shared the agent's processes):
+            # nothing it started outlives it. Strict validation has ended them already.
+            with contextlib.suppress(WorkspaceError):
+                workspace.end_processes()
         if keep:
             shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
+            self._owned.release(workspace.host_path)  # kept for inspection: no sweep takes it
         else:
-            shutil.rmtree(workspace.host_path, ignore_errors=True)
+            self._owned.remove(workspace.host_path)
 
     def close(self) -> None:
         if self._shim is not None:
-            shutil.rmtree(self._shim, ignore_errors=True)
+            self._scratch.remove(self._shim)
+            remove_empty_parents(self._shim.parent, state_root())
             self._shim = None
         if self._network is not None:
             self._network.close()
@@ -168,3 +191,4 @@ class LocalBackend:
             remove_empty_parents(parent, self._root)
         self._parents.clear()
         remove_empty_parents(self._root, self._root.parent)
+        self._supervisor.close()

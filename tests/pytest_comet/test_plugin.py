@@ -188,3 +188,15 @@ def test_nop_agent_fails_and_unknown_agent_is_named(pytester: pytest.Pytester, t
     )
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert len(list((pytester.path / "local" / "logs" / "experiments").iterdir())) == 1  # the nop run's only
+
+
+def test_a_baseline_trial_that_errored_fails_instead_of_being_expected(
+    pytester: pytest.Pytester, two_tasks: TaskFactory
+) -> None:
+    # Without --gate the baseline's failures are observations (xfail); an errored trial observed nothing
+    # (here no workspace could be made), so it must not pass as an expected failure with exit status 0.
+    blocked = pytester.path / "blocked"
+    blocked.write_text("a file where the workspace root should be")
+    result = pytester.runpytest(f"--workspace-root={blocked / 'ws'}", "--task=beta", "--agent=nop")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*verdict error*", "*cannot create the workspace*"])

@@ -142,25 +142,36 @@ def test_selection_is_deterministic(two_tasks: TaskFactory) -> None:
     assert first == second
 
 
-def test_extra_treatments_are_appended_once(two_tasks: TaskFactory) -> None:
+def test_default_treatments_given_replace_each_tasks_own(two_tasks: TaskFactory) -> None:
+    # --skill-path: CONTROL and DYNAMIC_SKILL only; alpha's own SKILL_A does not run (README: Treatments).
     tasks, treatments = catalogs(two_tasks)
     treatments = treatments.with_treatment(dynamic_treatment(two_tasks.skill("live")))
 
-    cases = select_cases(tasks, treatments, extra_treatments=[DYNAMIC_SKILL, "SKILL_A"])
+    cases = select_cases(tasks, treatments, default_treatments=[CONTROL, DYNAMIC_SKILL])
 
     assert ids(cases) == [
-        "alpha-CONTROL-r1", "alpha-SKILL_A-r1", "alpha-DYNAMIC_SKILL-r1",
-        "zeta-CONTROL-r1", "zeta-DYNAMIC_SKILL-r1", "zeta-SKILL_A-r1",
+        "alpha-CONTROL-r1", "alpha-DYNAMIC_SKILL-r1",
+        "zeta-CONTROL-r1", "zeta-DYNAMIC_SKILL-r1",
     ]  # fmt: skip
 
 
-def test_extra_treatments_are_ignored_when_treatments_are_chosen(two_tasks: TaskFactory) -> None:
+def test_default_treatments_given_are_ignored_when_treatments_are_chosen(two_tasks: TaskFactory) -> None:
     tasks, treatments = catalogs(two_tasks)
     treatments = treatments.with_treatment(dynamic_treatment(two_tasks.skill("live")))
 
-    cases = select_cases(tasks, treatments, treatment_patterns=[CONTROL], extra_treatments=[DYNAMIC_SKILL])
+    cases = select_cases(tasks, treatments, treatment_patterns=[CONTROL], default_treatments=[DYNAMIC_SKILL])
 
     assert ids(cases) == ["alpha-CONTROL-r1", "zeta-CONTROL-r1"]
+
+
+def test_a_task_whose_own_defaults_do_not_run_is_not_broken_by_them(factory: TaskFactory) -> None:
+    factory.task("alpha", metadata={"default_treatments": ["CONTROL", "SKILL_NOPE"]})
+    tasks, treatments = catalogs(factory)
+    treatments = treatments.with_treatment(dynamic_treatment(factory.skill("live")))
+
+    cases = select_cases(tasks, treatments, default_treatments=[CONTROL, DYNAMIC_SKILL])
+
+    assert ids(cases) == ["alpha-CONTROL-r1", "alpha-DYNAMIC_SKILL-r1"]
 
 
 def test_unknown_task_pattern_is_a_selection_error(two_tasks: TaskFactory) -> None:

@@ -279,3 +279,29 @@ def test_installed_comet_script(broken: TaskFactory) -> None:
     assert "names unknown treatment 'SKILL_NOPE'" in check.stdout
     assert "unknown evaluation profile; known: generic (got 'nope')" in check.stdout
     assert check.stderr.strip() == "6 problem(s); 7 task(s) checked"
+
+
+def test_tasks_check_shows_every_problem_of_a_task_at_once(
+    capsys: pytest.CaptureFixture[str], factory: TaskFactory
+) -> None:
+    # Before, each fix revealed the next: a task.toml that does not parse hid the missing files, and a
+    # task with a missing file was never checked against its index entry, treatments and profile.
+    unparsable = factory.task("unparsable")
+    (unparsable / TASK_FILE).write_text("[metadata\nname = 'unparsable'\n")
+    (unparsable / "instruction.md").unlink()
+    several = factory.task("several", metadata={"default_treatments": ["SKILL_NOPE"]}, evaluation={"profile": "nope"})
+    (several / "solution" / "solve.sh").unlink()
+    index = factory.tasks_dir / INDEX_FILE
+    index.write_text(index.read_text().replace("description: task several", "description: other"))
+
+    code, out, _ = run(capsys, "tasks", "check", factory.tasks_dir)
+
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == f"{several / 'solution' / 'solve.sh'}: missing: the reference solution the oracle agent runs"
+    assert lines[1].startswith(f"{index}: tasks[several].description: differs from [metadata] description")
+    assert lines[2].startswith(f"{unparsable / TASK_FILE}: not valid TOML: ")
+    assert lines[3] == f"{unparsable / 'instruction.md'}: missing: the agent's instruction goes here"
+    assert lines[4].startswith(f"{several / TASK_FILE}: [metadata] default_treatments: names unknown treatment")
+    assert lines[5].startswith(f"{several / TASK_FILE}: [evaluation] profile: unknown evaluation profile")
+    assert len(lines) == 6

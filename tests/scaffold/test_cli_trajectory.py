@@ -161,3 +161,12 @@ def test_agent_and_file_are_required(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as caught:
         main(["trajectory", "--agent", "codex"])
     assert caught.value.code == 2
+
+
+def test_failed_skill_call_shows_as_attempted_not_invoked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "trajectory", "--agent", "claude-code", STREAMS / "claude-skill-unknown.jsonl")
+    assert (code, err) == (0, "")
+    assert "skills invoked:   none\n" in out
+    assert "skills attempted: markdown-report (the call failed; not invoked)\n" in out
+    data = run_json(capsys, "--agent", "claude-code", STREAMS / "claude-skill-unknown.jsonl")
+    assert (data["skills_invoked"], data["skills_attempted"]) == ([], ["markdown-report"])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from scaffold.errors import RecordError, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
-from scaffold.record_files import read_record, upgrade, write_record
+from scaffold.record_files import read_record, record_field, upgrade, write_record
 from scaffold.records import SCHEMA_VERSION, AgentInfo, NoiseVerdict, TrialError, TrialRecord, WorkspaceInfo
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.summary import render_summary
@@ -94,17 +94,46 @@ def test_summary_tables_count_errors_as_unscored() -> None:
     assert "| CONTROL | 0.75 | N/A |" in text
 
 
-def test_records_written_by_the_json_module_with_nan_still_read(tmp_path: Path) -> None:
+def test_records_written_by_the_json_module_with_nan_read_it_as_unknown(tmp_path: Path) -> None:
     # msgspec, like orjson, refuses NaN and Infinity, which json.dump writes by default: the reader falls
-    # back to the json module.
-    rec = record("a", "CONTROL", 1, "failed", 0.5, duration_s=float("inf"))
+    # back to the json module. NaN was that writer's "unknown" score or cost, so it is read as None there.
+    data = record("a", "CONTROL", 1, "failed", 0.5, trajectory={"agent": "x"}).to_dict()
     path = tmp_path / "record.json"
-    path.write_text(json.dumps({**rec.to_dict(), "weighted_score": float("nan")}))
+    nan = float("nan")
+    dimension = {**data["dimensions"][0], "score": nan}
+    trajectory = {**data["trajectory"], "cost_usd": nan}
+    path.write_text(json.dumps({**data, "weighted_score": nan, "dimensions": [dimension], "trajectory": trajectory}))
     back = read_record(path)
-    assert back.duration_s == float("inf") and back.weighted_score != back.weighted_score  # NaN
-    big = tmp_path / "big.json"
-    big.write_text(json.dumps({**rec.to_dict(), "trial": 2**70}))  # beyond 64-bit integers
-    assert read_record(big).trial == 2**70
+    assert back.weighted_score is None and back.dimensions[0].score is None
+    assert back.trajectory is not None and back.trajectory.cost_usd is None
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"duration_s": float("inf")}, "$.duration_s"),  # Infinity is never a measurement
+        ({"duration_s": float("nan")}, "$.duration_s"),  # NaN only where a record may say "unknown"
+        ({"duration_s": -1.0}, "$.duration_s"),
+        ({"phases": {"agent_s": float("-inf")}}, "$.phases[...]"),  # msgspec names no key of a map
+        ({"trial": 2**70}, "$.trial"),  # beyond 64 bits: orjson could not write it to results.jsonl
+        ({"weighted_score": 1e300}, "$.weighted_score"),  # a weighted score lies in [0, 1]
+        ({"weighted_score": float("inf")}, "$.weighted_score"),
+        ({"trajectory": {"agent": "x", "tokens": {"input": 2**64}}}, "$.trajectory.tokens.input"),
+        ({"trajectory": {"agent": "x", "cost_usd": -0.5}}, "$.trajectory.cost_usd"),
+        ({"dimensions": [{"name": "d", "weight": 1.0, "score": 7.0, "reason": ""}]}, "$.dimensions[0].score"),
+        ({"dimensions": [{"name": "d", "weight": float("inf"), "score": 1.0, "reason": ""}]}, "$.dimensions[0].weight"),
+        ({"verdict": 42}, "$.verdict"),
+    ],
+)
+def test_values_out_of_bounds_are_refused_naming_the_field(
+    tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps({**record("a", "CONTROL", 1, "failed", 0.5).to_dict(), **change}))
+    with pytest.raises(RecordError) as caught:
+        read_record(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and record_field(message) == field, message
 
 
 def test_bytes_that_are_not_a_record_are_refused_by_name(tmp_path: Path) -> None:
@@ -252,3 +281,15 @@ def test_write_record_leaves_no_temporary_file_behind_when_it_fails(tmp_path: Pa
     with pytest.raises(OSError):
         write_record(target, record("a", "CONTROL", 1, "passed", 1.0))
     assert sorted(p.name for p in folder.iterdir()) == ["record.json"]
+
+
+def test_records_written_before_skills_attempted_read_with_it_empty(tmp_path: Path) -> None:
+    # Records from before skills_attempted existed have no such key in their trajectory.
+    old = support.rec("t", "S", 1, trajectory={"agent": "claude-code", "skills_invoked": ["s"]}).to_dict()
+    del old["trajectory"]["skills_attempted"]
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(old))
+    back = read_record(path)
+    assert back.trajectory is not None
+    assert (back.trajectory.skills_invoked, back.trajectory.skills_attempted) == (("s",), ())
+    assert upgrade(old).trajectory == back.trajectory

@@ -285,10 +285,14 @@ def test_missing_task_toml(factory: TaskFactory) -> None:
     folder = factory.tasks_dir / "empty"
     folder.mkdir()
 
-    (problem,) = problems_of(folder)
+    problem, *others = problems_of(folder)
 
     assert problem.file == folder / TASK_FILE
     assert problem.message == "missing: every task folder needs a task.toml"
+    # The folder's other missing files are reported with it, not after task.toml is fixed.
+    assert [p.file for p in others] == [
+        folder / "instruction.md", folder / "solution" / "solve.sh", folder / "environment",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -622,7 +626,7 @@ def test_missing_index_is_a_general_problem_and_tasks_still_load(factory: TaskFa
 @pytest.mark.parametrize(
     ("text", "key", "message"),
     [
-        ("tasks: [\n", "", "not valid YAML"),
+        ("tasks: [\n", "line 2, column 1", "not valid YAML"),
         (
             "tasks:\n  - name: a\n    colour: red\n",
             "tasks[0].colour",

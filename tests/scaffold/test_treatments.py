@@ -312,8 +312,9 @@ def test_invalid_yaml_names_the_file(factory: TaskFactory) -> None:
 
     (problem,) = catalog.general
     assert problem.file == bad
-    assert problem.message.startswith("not valid YAML: ")
-    assert str(problem).startswith(f"{bad}: not valid YAML")
+    assert problem.message == "not valid YAML: did not find expected node content (while parsing a flow node)"
+    # The line and column where the parser stopped, right after the file.
+    assert str(problem).startswith(f"{bad}: line 2, column 1: not valid YAML: ")
     assert list(catalog.treatments) == [CONTROL, "GOOD"]
 
 

@@ -117,6 +117,28 @@ def test_changed_configuration_is_refused_on_resume(factory: TaskFactory, tmp_pa
         runner_for(factory, tmp_path).run(Case("t", "CONTROL", 1))
 
 
+def test_refused_resume_names_what_changed_with_old_and_new_values(factory: TaskFactory, tmp_path: Path) -> None:
+    skill = factory.skill("helper")
+    factory.treatments("t.yaml", {"WITH_HELPER": {"skills": ["../skills/helper"]}})
+    factory.task("t", metadata={"default_treatments": ["WITH_HELPER"]})
+    first = runner_for(factory, tmp_path).run(Case("t", "WITH_HELPER", 1)).record
+    (skill / "SKILL.md").write_text("---\nname: helper\ndescription: changed\n---\nUse it differently.\n")
+    factory.task("t", metadata={"default_treatments": ["WITH_HELPER"]}, environment={"timeout_sec": 45})
+
+    with pytest.raises(RecordError) as caught:
+        runner_for(factory, tmp_path).run(Case("t", "WITH_HELPER", 1))
+
+    old_task = first.config["task"]["content_hash"]
+    old_skill = first.config["treatment"]["skills"][0]["content_hash"]
+    message = str(caught.value)
+    assert "this trial was recorded with another configuration; changed: " in message
+    assert f"task.content_hash: {old_task!r} -> 'sha256:" in message
+    assert f"treatment.skills[helper].content_hash: {old_skill!r} -> 'sha256:" in message
+    assert "timeouts.agent_s: 30.0 -> 45.0" in message
+    assert "profile" not in message and "agent." not in message  # only what changed
+    assert message.endswith("Use a new --experiment-id, or delete the record to run it again")
+
+
 def test_errors_are_recorded_and_rerun_on_request(factory: TaskFactory, tmp_path: Path) -> None:
     factory.task("t")
     blocked = tmp_path / "blocked"

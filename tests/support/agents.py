@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from scaffold.agents.locate import locate
 from tests.support.factories import REPO
 
 __all__ = ["ANTHROPIC_KEY", "BIN_DIR", "OPENAI_KEY", "SCRIPTS", "require_cli"]
@@ -19,10 +19,11 @@ OPENAI_KEY = "sk-openai-e2e-planted-secret-9876543210"
 
 
 def require_cli(name: str) -> str:
-    found = shutil.which(name) or (str(BIN_DIR / name) if (BIN_DIR / name).exists() else None)
+    """The folder of CLI *name*: where a run finds it (scaffold.agents.locate), else .ci/run's folder."""
+    found = locate(name, os.environ).found or (BIN_DIR / name if (BIN_DIR / name).exists() else None)
     if found:
         return str(Path(found).parent)
-    message = f"the {name} CLI is not installed (npm install --prefix /opt/comet-agents ...; see .ci/run)"
+    message = f"the {name} CLI is not installed (.venv/bin/comet agents install NAME; see .ci/run)"
     if os.environ.get("COMET_REQUIRE_AGENT_CLIS") == "1":
         pytest.fail(message + " and COMET_REQUIRE_AGENT_CLIS=1 requires it")
     pytest.skip(message)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import _thread
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from scaffold.agents.base import AgentRequest, AgentTraits
+from scaffold.agents.builtin import builtin_spec
+from scaffold.agents.credentials import resolve_credentials
 from scaffold.experiment import Experiment
 from scaffold.tasks import load_catalog
 from scaffold.trajectory import Trajectory
@@ -16,7 +19,7 @@ from scaffold.trial import Runner, Settings
 from scaffold.workspaces.base import NO_NETWORK, InstallSpec, Workspace
 from tests.support.factories import TaskFactory
 
-__all__ = ["InterruptedAgent", "docker_runner"]
+__all__ = ["CredentialedSleeper", "InterruptedAgent", "docker_runner"]
 
 
 def docker_runner(
@@ -56,3 +59,29 @@ class InterruptedAgent:
             stderr_path=request.log_dir / "a.err",
         )
         raise AssertionError("not interrupted")
+
+
+class CredentialedSleeper:
+    """Receives the credentials Claude Code and Codex runs would (resolved from *env* as theirs are), then
+    prints ``started`` and sleeps in its container, for a test to kill the harness meanwhile."""
+
+    name = "sleeper"
+    traits = AgentTraits(invokes_skills=False)
+    model: str | None = None
+    install: InstallSpec | None = None
+    network = NO_NETWORK
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env: dict[str, str] = {}
+        for agent in ("claude-code", "codex"):
+            self.env.update(resolve_credentials(builtin_spec(agent, env).credentials, env, agent=agent))
+
+    def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
+        workspace.exec(
+            ["sh", "-c", "echo started; sleep 300"],
+            timeout=600,
+            env=self.env,
+            stdout_path=request.log_dir / "agent.out",
+            stderr_path=request.log_dir / "agent.err",
+        )
+        raise AssertionError("not killed")

@@ -4,6 +4,12 @@ Pitfalls handled (see AGENT_CLI_FACTS.md): one API response arrives as several `
 with the same message id and repeated usage, so turns and tokens are counted per message id and the
 final ``result`` usage wins; API failures end in ``result`` with ``is_error`` true even when
 ``subtype`` says success; sub-agent events carry ``parent_tool_use_id``.
+
+A skill counts as invoked only when its call succeeded: the ``tool_result`` answering the ``Skill`` call
+(or the ``Read`` of its ``SKILL.md``), matched by ``tool_use_id``, is not ``is_error``. Claude Code answers
+a skill that is not installed with ``Unknown skill: NAME`` and ``is_error`` true; counting that call
+would let a treatment without the skill pass the skill_invocation check. Failed calls, and calls the
+stream never answers (a killed run), are kept as ``skills_attempted``.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams.events import count, items, json_events, skill_from_path
+from scaffold.agents.streams.events import attempted_only, count, items, json_events, skill_from_path
 from scaffold.agents.streams.failures import failure
 from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 
@@ -54,6 +60,9 @@ class _State:
     tool_calls: list[ToolCall] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
+    attempted: list[str] = field(default_factory=list)
+    pending: dict[str, str] = field(default_factory=dict)
+    """Skill calls waiting for their tool result: tool_use id -> skill name."""
     errors: list[str] = field(default_factory=list)
     failures: list[ApiFailure] = field(default_factory=list)
     denials: list[str] = field(default_factory=list)
@@ -71,9 +80,13 @@ class _State:
         if kind == "system" and event.get("subtype") == "init":
             self.version = event.get("claude_code_version") or event.get("version") or self.version
         elif kind == "skill_invocation" and self.custom and event.get("skill"):
-            self._skill(str(event["skill"]))
+            # A custom adapter's own evidence; it may mark a failed attempt the way tool results do.
+            failed = event.get("is_error") is True or event.get("success") is False
+            (self.attempted if failed else self.skills).append(str(event["skill"]))
         elif kind == "assistant":
             self._assistant(event)
+        elif kind == "user":
+            self._tool_results(event)
         elif kind == "result":
             self._result(event)
         elif kind == "system" and event.get("subtype") == "api_retry":
@@ -87,9 +100,16 @@ class _State:
         elif kind == "error":
             self.errors.append(str(event.get("message") or event.get("error") or event)[:300])
 
-    def _skill(self, name: str) -> None:
-        if name not in self.skills:
-            self.skills.append(name)
+    def _tool_results(self, event: dict[str, Any]) -> None:
+        message = event.get("message")
+        if not isinstance(message, dict) or not self.pending:
+            return
+        for block in items(message.get("content")):
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            skill = self.pending.pop(str(block.get("tool_use_id")), None)
+            if skill is not None:
+                (self.attempted if block.get("is_error") is True else self.skills).append(skill)
 
     def _assistant(self, event: dict[str, Any]) -> None:
         message = event.get("message")
@@ -124,7 +144,11 @@ class _State:
                 self.commands.append(tool_input["command"])
             skill = None if self.custom else _skill_of(name, tool_input)
             if skill:
-                self._skill(skill)
+                # Decided by its tool result (_tool_results); a call without an id can never be answered.
+                if block.get("id"):
+                    self.pending[str(block["id"])] = skill
+                else:
+                    self.attempted.append(skill)
 
     def _result(self, event: dict[str, Any]) -> None:
         self.completed = True
@@ -147,6 +171,8 @@ class _State:
             self.errors.append(f"result {event.get('subtype')}: {str(event.get('result') or '')[:300]}".strip())
 
     def trajectory(self) -> Trajectory:
+        invoked = tuple(dict.fromkeys(self.skills))
+        unanswered = self.pending.values()  # the run ended (or was killed) before their result
         tokens = self.result_tokens
         if tokens is None and self.usage_by_message:
             tokens = TokenUsage(
@@ -160,7 +186,8 @@ class _State:
             turns=len(self.message_ids),
             tool_calls=tuple(self.tool_calls),
             commands=tuple(self.commands),
-            skills_invoked=tuple(self.skills),
+            skills_invoked=invoked,
+            skills_attempted=attempted_only([*self.attempted, *unanswered], invoked),
             tokens=tokens,
             cost_usd=self.cost,
             session_id=self.session_id,

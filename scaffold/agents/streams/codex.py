@@ -3,6 +3,10 @@
 Codex reports no cost and no API-call count (turns stay None: unknown, not zero); its
 ``input_tokens`` include cached tokens, so cached ones are moved to ``cache_read``; commands arrive
 wrapped as ``/bin/bash -lc '...'`` and are unwrapped for the record.
+
+A skill counts as invoked when a command that names its ``skills/<name>/SKILL.md`` completed with exit
+code 0 (the file was read); a command that failed, or that started and never completed, leaves the
+skill in ``skills_attempted`` (the same rule as Claude Code's failed ``Skill`` calls).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scaffold.agents.streams.events import add_tokens, count, json_events, skill_from_path
+from scaffold.agents.streams.events import add_tokens, attempted_only, count, json_events, skill_from_path
 from scaffold.agents.streams.failures import failure
 from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 
@@ -50,6 +54,9 @@ class _State:
     tool_calls: list[ToolCall] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     skills: list[str] = field(default_factory=list)
+    attempted: list[str] = field(default_factory=list)
+    running: dict[str, list[str]] = field(default_factory=dict)
+    """Commands started and not completed yet: item id -> the skills their command names."""
     errors: list[str] = field(default_factory=list)
     failures: list[ApiFailure] = field(default_factory=list)
     tokens: TokenUsage | None = None
@@ -63,6 +70,10 @@ class _State:
         kind = event.get("type")
         if kind == "thread.started":
             self.session_id = str(event.get("thread_id") or "") or self.session_id
+        elif kind == "item.started" and isinstance(event.get("item"), dict):
+            item = event["item"]
+            if (item.get("type") or item.get("item_type")) == "command_execution" and item.get("id"):
+                self.running[str(item["id"])] = _skills_of(unwrap_shell(item.get("command", "")))
         elif kind == "item.completed" and isinstance(event.get("item"), dict):
             self._item(event["item"])
         elif kind == "turn.completed":
@@ -91,6 +102,7 @@ class _State:
         if item_id and item_id in self.seen_items:
             return
         self.seen_items.add(item_id)
+        self.running.pop(item_id, None)
         item_type = item.get("type") or item.get("item_type")
         if item_type == "agent_message":
             self.final_text = str(item.get("text") or "")
@@ -98,10 +110,9 @@ class _State:
             command = unwrap_shell(item.get("command", ""))
             self.commands.append(command)
             self.tool_calls.append(ToolCall("shell", {"command": command, "exit_code": item.get("exit_code")}))
-            for word in _words(command):
-                skill = skill_from_path(word)
-                if skill and skill not in self.skills:
-                    self.skills.append(skill)
+            exit_code = item.get("exit_code")
+            succeeded = isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code == 0
+            (self.skills if succeeded else self.attempted).extend(_skills_of(command))
         elif item_type == "file_change":
             self.tool_calls.append(ToolCall("file_change", {"changes": item.get("changes", [])}))
         elif item_type == "mcp_tool_call":
@@ -112,6 +123,10 @@ class _State:
             self.errors.append(str(item.get("message") or "error item"))
 
 
+def _skills_of(command: str) -> list[str]:
+    return [skill for word in _words(command) if (skill := skill_from_path(word))]
+
+
 def parse_codex_stream(lines: Iterable[str]) -> Trajectory:
     state = _State()
     for event in json_events(lines):
@@ -119,12 +134,15 @@ def parse_codex_stream(lines: Iterable[str]) -> Trajectory:
             state.malformed += 1
         else:
             state.feed(event)
+    invoked = tuple(dict.fromkeys(state.skills))
+    unfinished = [skill for skills in state.running.values() for skill in skills]
     return Trajectory(
         agent="codex",
         turns=None,
         tool_calls=tuple(state.tool_calls),
         commands=tuple(state.commands),
-        skills_invoked=tuple(state.skills),
+        skills_invoked=invoked,
+        skills_attempted=attempted_only([*state.attempted, *unfinished], invoked),
         tokens=state.tokens,
         cost_usd=None,
         session_id=state.session_id,

@@ -13,7 +13,7 @@ from msgspec.structs import replace
 
 from scaffold.trajectory import TokenUsage, Trajectory
 
-__all__ = ["add_tokens", "count", "items", "json_events", "merge_turns", "skill_from_path"]
+__all__ = ["add_tokens", "attempted_only", "count", "items", "json_events", "merge_turns", "skill_from_path"]
 
 
 def json_events(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
@@ -43,7 +43,7 @@ def items(value: Any) -> list[Any]:
 
 
 def skill_from_path(path: str) -> str | None:
-    """``.../skills/<name>/SKILL.md`` -> ``<name>``: a skill file load counts as an invocation."""
+    """``.../skills/<name>/SKILL.md`` -> ``<name>``: a skill file load that succeeded counts as an invocation."""
     parts = PurePosixPath(path).parts
     if len(parts) >= 3 and parts[-1] == "SKILL.md" and parts[-3] == "skills":
         return parts[-2]
@@ -71,6 +71,8 @@ def merge_turns(turns: Sequence[Trajectory]) -> Trajectory:
             tool_calls=merged.tool_calls + t.tool_calls,
             commands=merged.commands + t.commands,
             skills_invoked=merged.skills_invoked + tuple(s for s in t.skills_invoked if s not in merged.skills_invoked),
+            skills_attempted=merged.skills_attempted
+            + tuple(s for s in t.skills_attempted if s not in merged.skills_attempted),
             tokens=add_tokens(merged.tokens, t.tokens),
             cost_usd=None
             if merged.cost_usd is None and t.cost_usd is None
@@ -87,4 +89,10 @@ def merge_turns(turns: Sequence[Trajectory]) -> Trajectory:
             completed=t.completed,
             agent_version=t.agent_version or merged.agent_version,
         )
-    return merged
+    # A skill tried in one turn and used in a later one was invoked: attempted lists only the never-used.
+    return replace(merged, skills_attempted=attempted_only(merged.skills_attempted, merged.skills_invoked))
+
+
+def attempted_only(attempted: Iterable[str], invoked: Sequence[str]) -> tuple[str, ...]:
+    """The skills of *attempted* never in *invoked*, once each, in order."""
+    return tuple(dict.fromkeys(s for s in attempted if s not in invoked))

@@ -19,7 +19,15 @@ from scaffold.workspaces.docker.copy_mode import first_file, tar_stream
 from scaffold.workspaces.docker.engine import file_lock, state_dir
 from scaffold.workspaces.docker.sessions import LABEL, OWNER
 
-__all__ = ["AGENTS_ROOT", "AgentMount", "agent_cache_root", "agent_volume", "install_agent"]
+__all__ = [
+    "AGENTS_ROOT",
+    "AgentMount",
+    "agent_cache_root",
+    "agent_folder",
+    "agent_volume",
+    "install_agent",
+    "is_installed",
+]
 
 AGENTS_ROOT = "/opt/comet-agents"
 AGENT_INSTALL_TIMEOUT_S = 900.0
@@ -54,9 +62,8 @@ def install_agent(spec: InstallSpec, *, cache_root: Path | None = None) -> Agent
     if spec.kind == "none" or not spec.package:
         return None
     version = spec.version or "latest"
-    package = spec.package.lstrip("@").replace("/", "-")  # @scope/name -> scope-name
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{spec.kind}-{package}-{version}")
-    folder = (cache_root or agent_cache_root()) / name
+    folder = agent_folder(spec, cache_root)
+    name = folder.name
     with file_lock(f"agent-{name}"):
         marker = folder / _MARKER
         if not marker.is_file() or marker.read_text(encoding="utf-8").strip() != spec.key:
@@ -65,6 +72,19 @@ def install_agent(spec: InstallSpec, *, cache_root: Path | None = None) -> Agent
     if spec.kind == "npm":
         return AgentMount(folder, target, (f"{target}/node_modules/.bin",))
     return AgentMount(folder, target, (f"{target}/bin",), (target,))
+
+
+def agent_folder(spec: InstallSpec, cache_root: Path | None = None) -> Path:
+    """The host folder of *spec* in the agent layer: ``<cache>/<kind>-<package>-<version>``."""
+    package = (spec.package or spec.executable).lstrip("@").replace("/", "-")  # @scope/name -> scope-name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{spec.kind}-{package}-{spec.version or 'latest'}")
+    return (cache_root or agent_cache_root()) / name
+
+
+def is_installed(spec: InstallSpec, cache_root: Path | None = None) -> bool:
+    """Whether *spec* is installed in the agent layer already (its completion marker names it)."""
+    marker = agent_folder(spec, cache_root) / _MARKER
+    return marker.is_file() and marker.read_text(encoding="utf-8").strip() == spec.key
 
 
 def _install_into(spec: InstallSpec, folder: Path, version: str) -> None:

@@ -52,11 +52,12 @@ from scaffold.workspaces.docker.egress import Refusal
 from scaffold.workspaces.docker.engine import connect, file_lock, image_id, state_dir
 from scaffold.workspaces.docker.exec import quick_exec
 from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, task_image_tag
-from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper
+from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper, make_control
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.files import fresh_copy, remove_empty_parents
+from scaffold.workspaces.owners import OwnedFolders
 
 __all__ = ["DockerBackend"]
 
@@ -104,6 +105,8 @@ class DockerBackend:
         egress: Sequence[str] = (),
     ) -> None:
         self.workspace_root = workspace_root
+        self._owned = OwnedFolders(workspace_root)
+        """Owner marks on the workspace and control folders: a killed session's are swept by the next."""
         self.network = network
         self._agent_install = agent_install
         self._agent_cache = agent_cache
@@ -267,14 +270,15 @@ class DockerBackend:
                 assert isinstance(workspace.files, ContainerFiles)
                 workspace.files.seed(task.environment_dir)  # queued: goes in with the first command
             else:
+                self._owned.claim(path)  # copy mode keeps nothing on this machine until a kept copy comes out
                 fresh_copy(task.environment_dir, path)
-                workspace.control = self.workspace_root / ".comet-ctl" / uuid.uuid4().hex
-                workspace.control.mkdir(parents=True)
+                workspace.control = make_control(self.workspace_root)
+                self._owned.claim(workspace.control)
             self._start(workspace, phase="agent")
         except BaseException:
             if workspace.volume is not None:
                 remove_volume(self._api, workspace.volume)
-            shutil.rmtree(path, ignore_errors=True)
+            self._owned.remove(path)
             self._remove_control(workspace)
             raise
         self._workspaces.append(workspace)
@@ -457,13 +461,15 @@ class DockerBackend:
             if workspace in self._workspaces:
                 self._workspaces.remove(workspace)
             self._remove_control(workspace)
-            if not keep:
-                shutil.rmtree(workspace.host_path, ignore_errors=True)
+            if keep:
+                self._owned.release(workspace.host_path)  # kept for inspection: no sweep takes it
+            else:
+                self._owned.remove(workspace.host_path)
                 remove_empty_parents(workspace.host_path.parent, self.workspace_root)
 
     def _remove_control(self, workspace: DockerWorkspace) -> None:
         if workspace.control is not None:
-            shutil.rmtree(workspace.control, ignore_errors=True)
+            self._owned.remove(workspace.control)
             remove_empty_parents(workspace.control.parent, self.workspace_root)
 
     def drain(self) -> None:

@@ -7,11 +7,20 @@ harness talks to the keeper over one attached stream (~1 ms a round trip, where 
 * ``reset ID`` kills every process but the init and the keeper (shell builtins only: it works even
   when a fork bomb holds every pid of the container's limit, where no exec can start). Used when the
   agent's phase ends and as the last resort against a process tree that cannot be killed otherwise.
-* ``run ID`` runs ``<control>/ID.sh``, a script the harness wrote into the control folder (a host folder
-  bind-mounted at :data:`CONTROL`; bind mode only), with its output in ``ID.out``/``ID.err`` there, and
-  answers ``ID STATUS`` when it ends. The script runs the same wrapper as an exec (marker, own sweep),
-  so the semantics are an exec's; ~50 ms less per command. Anything unusual (copy mode, a keeper that
-  does not answer, an image without ``setsid -f``) falls back to ``exec``.
+* ``run ID ENV`` runs ``<control>/ID.sh``, a script the harness wrote into the control folder (a host
+  folder bind-mounted at :data:`CONTROL`; bind mode only), with its output in ``ID.out``/``ID.err``
+  there, and answers ``ID STATUS`` when it ends. The script runs the same wrapper as an exec (marker,
+  own sweep), so the semantics are an exec's; ~50 ms less per command. Anything unusual (copy mode, a
+  keeper that does not answer, an image without ``setsid -f``) falls back to ``exec``.
+
+The command's environment never goes into a file: it holds the agent's credentials, and a file in the
+control folder outlives a SIGKILLed harness (and sits in the engine's view of the host). ``ENV`` on the
+``run`` line carries it, as shell assignments the keeper exports in the subshell that starts the command:
+it travels over the attached stream (a pipe into the container, never stored by the engine, unlike a
+container's create-time environment, which the engine keeps in its data root and shows in ``inspect``)
+and lives only in the memory of the command's processes, as with an exec's ``environment``, at no extra
+cost (no exec, no extra process). The control folder itself is 0700 and its files 0600, and each
+command's files are removed when it ends (the folder with the trial).
 """
 
 from __future__ import annotations
@@ -34,24 +43,40 @@ from scaffold.process_output import ProcessResult
 from scaffold.procs import TERM_GRACE_S
 from scaffold.workspaces.docker.exec import READER_GRACE_S, split_env, wrap_command
 
-__all__ = ["CONTROL", "KEEPER_SCRIPT", "Keeper"]
+__all__ = ["CONTROL", "CONTROL_PARENT", "KEEPER_SCRIPT", "Keeper", "make_control"]
 
 CONTROL = "/run/comet-ctl"
+CONTROL_PARENT = ".comet-ctl"
+"""The folder under the workspace root that holds the trials' control folders."""
 REPLY_S = 30.0
 CLAIM_S = 5.0
 
-# Answers "reset ID" and "run ID" with "ID STATUS" on stdout. `run` starts the script through `setsid -f`
-# rather than as a background job (`&`): a shell without job control starts background jobs with SIGINT
-# and SIGQUIT ignored, and a program cannot undo that (Python would not even install its Ctrl-C
-# handler), whereas setsid's child keeps the keeper's default dispositions, gets reparented to the init
-# (which reaps it) and leaves the keeper free for the next line. The script is claimed by renaming it
+# Answers "reset ID" and "run ID ENV" with "ID STATUS" on stdout. `run` starts the script through
+# `setsid -f` rather than as a background job (`&`): a shell without job control starts background jobs
+# with SIGINT and SIGQUIT ignored, and a program cannot undo that (Python would not even install its
+# Ctrl-C handler), whereas setsid's child keeps the keeper's default dispositions, gets reparented to the
+# init (which reaps it) and leaves the keeper free for the next line. The script is claimed by renaming it
 # first: the harness, when it gets no answer in time, cancels by renaming it too, and only one rename
-# can win, so a command never runs twice. Should stdin close, the keeper goes on as `sleep infinity`.
+# can win, so a command never runs twice. ENV (shell assignments, one line: see _assignments) is
+# exported in a subshell that then becomes setsid, so the keeper's own environment never changes; what
+# the subshell needs after the export (setsid and mv, found once at start; the folder; the id) is in
+# its positional parameters, which no assignment can touch, so a command's PATH or a variable named
+# like one of the keeper's cannot redirect it (both are looked up on PATH with builtins: no fork at start).
+# Should stdin close, the keeper goes on as `sleep infinity`.
 KEEPER_SCRIPT = r"""
 exec 2>/dev/null
 ctl=/run/comet-ctl
 fast=
-[ -d "$ctl" ] && [ -w "$ctl" ] && setsid -f true < /dev/null > /dev/null && fast=1
+nl='
+'
+sid= mv= IFS=:
+for dir in $PATH; do
+  [ -z "$sid" ] && [ -x "$dir/setsid" ] && sid=$dir/setsid
+  [ -z "$mv" ] && [ -x "$dir/mv" ] && mv=$dir/mv
+done
+unset IFS
+[ -d "$ctl" ] && [ -w "$ctl" ] && [ -n "$sid" ] && [ -n "$mv" ] &&
+  "$sid" -f true < /dev/null > /dev/null && fast=1
 reset() {
   round=0
   while [ "$round" -lt 100 ]; do
@@ -73,11 +98,16 @@ while IFS= read -r line; do
   case $line in
     "reset "*) reset; echo "${line#reset } $?" ;;
     "run "*)
-      id=${line#run }
+      id=${line#run } env=
+      case $id in *" "*) env=${id#* } id=${id%% *} ;; esac
       if [ -z "$fast" ]; then echo "$id unsupported"; continue; fi
-      setsid -f /bin/sh -c 'mv "$1/$2.sh" "$1/$2.run" || exit 0
-        /bin/sh "$1/$2.run" < /dev/null > "$1/$2.out" 2> "$1/$2.err"
-        echo "$2 $?"' comet-run "$ctl" "$id" < /dev/null ;;
+      (
+        set -- "$sid" "$mv" "$ctl" "$id"
+        [ -z "$env" ] || eval "export $env" || exit 0
+        exec "$1" -f /bin/sh -c '"$1" "$2/$3.sh" "$2/$3.run" || exit 0
+          /bin/sh "$2/$3.run" < /dev/null > "$2/$3.out" 2> "$2/$3.err"
+          echo "$3 $?"' comet-run "$2" "$3" "$4" < /dev/null
+      ) ;;
   esac
 done
 exec sleep infinity
@@ -202,16 +232,17 @@ class Keeper:
         if not self.fast or self.broken:
             return None
         assert self._control is not None
+        plain, odd = split_env(env)
+        if odd:  # names a shell cannot export would have to be written into the script: exec keeps them in memory
+            return None
         ident, mark = uuid.uuid4().hex, uuid.uuid4().hex
         files = _Files(self._control, ident, stdout_path, stderr_path)
-        plain, odd = split_env(env)
-        exports = [f"export {name}={shlex.quote(value)}" for name, value in plain.items()]
-        command = "exec " + shlex.join(wrap_command(argv, mark, removals, odd))
-        files.script([f"cd {shlex.quote(workdir)} || exit 126", "unset OLDPWD", *exports, command])
+        command = "exec " + shlex.join(wrap_command(argv, mark, removals))
+        files.script([f"cd {shlex.quote(workdir)} || exit 126", "unset OLDPWD", command])
         start = time.monotonic()
         deadline, timed_out, code = start + timeout, False, None
         try:
-            if not self._send(f"run {ident}"):
+            if not self._send(f"run {ident} {_assignments(plain)}".rstrip()):
                 files.cancel()
                 return None
             status = self._wait(ident, min(deadline, start + CLAIM_S))
@@ -248,17 +279,50 @@ class Keeper:
         return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
 
 
+def _assignments(env: Mapping[str, str]) -> str:
+    """*env* as one line of shell assignments (``A='x' B='y'``) for the keeper's ``export``: values are
+    single-quoted, and a newline in one becomes ``"$nl"`` (the keeper's newline) so the line stays one."""
+    return " ".join(f"{name}={_quote(value)}" for name, value in env.items())
+
+
+def _quote(value: str) -> str:
+    return '"$nl"'.join(shlex.quote(part) for part in value.split("\n"))
+
+
+def make_control(workspace_root: Path) -> Path:
+    """A new control folder, ``<workspace_root>/.comet-ctl/<id>``: both folders 0700 (its files are 0600,
+    see :class:`_Files`), so nobody but this user (and the container's root) reads what passes through."""
+    parent = workspace_root / CONTROL_PARENT
+    control = parent / uuid.uuid4().hex
+    try:
+        parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        parent.chmod(0o700)  # made by an older version, or under an odd umask
+        control.mkdir(mode=0o700)
+        control.chmod(0o700)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot make a private control folder in {parent}: {exc.strerror}") from None
+    return control
+
+
+def _private_file(path: Path, data: bytes = b"") -> None:
+    """Create *path* (new) with mode 0600 and write *data*."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
 class _Files:
-    """A command's files in the control folder. Its output files are created here (by this user: the
-    container's root writes into them, the owner stays) and hard-linked to the caller's paths, so the
-    output is visible there while the command runs; on another file system it is copied at the end."""
+    """A command's files in the control folder, each 0600. Its output files are created here (by this
+    user: the container's root writes into them, the owner stays) and hard-linked to the caller's paths,
+    so the output is visible there while the command runs; on another file system it is copied at the
+    end. The script holds the working directory and the command line, never the environment."""
 
     def __init__(self, control: Path, ident: str, stdout_path: Path, stderr_path: Path) -> None:
         self._paths = {suffix: control / f"{ident}.{suffix}" for suffix in ("sh", "run", "cancelled", "part")}
         self._outputs: list[tuple[Path, Path, bool]] = []
         for suffix, final in (("out", stdout_path), ("err", stderr_path)):
             temp = control / f"{ident}.{suffix}"
-            temp.write_bytes(b"")
+            _private_file(temp)
             final.parent.mkdir(parents=True, exist_ok=True)
             final.unlink(missing_ok=True)
             try:
@@ -270,7 +334,7 @@ class _Files:
             self._outputs.append((temp, final, linked))
 
     def script(self, lines: list[str]) -> None:
-        self._paths["part"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+        _private_file(self._paths["part"], ("\n".join(lines) + "\n").encode())
         os.replace(self._paths["part"], self._paths["sh"])  # the keeper never sees half a script
 
     def cancelled(self) -> bool:

@@ -9,31 +9,20 @@ the sessions whose process is gone.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
-import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from scaffold.errors import WorkspaceError
+from scaffold.workspaces.owners import Owner
 
 __all__ = ["LABEL", "OWNER", "Reaper", "Session", "remove_container", "remove_volume", "sweep"]
 
 LABEL = "comet-eval"
 OWNER = {f"{LABEL}.owner": "comet-eval"}
-
-
-def _process_start(pid: int) -> str:
-    """The kernel's start time of *pid* (tells a live process from a later one with the same pid)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +34,8 @@ class Session:
 
     @classmethod
     def current(cls) -> Session:
-        pid = os.getpid()
-        return cls(f"{pid}-{uuid.uuid4().hex[:12]}", socket.gethostname(), pid, _process_start(pid))
+        owner = Owner.current()
+        return cls(f"{owner.pid}-{uuid.uuid4().hex[:12]}", owner.host, owner.pid, owner.started)
 
     def labels(self) -> dict[str, str]:
         return {
@@ -58,21 +47,18 @@ class Session:
 
 
 def _session_gone(labels: Mapping[str, str]) -> bool:
-    """True when the labels name a process of this machine that no longer runs."""
-    if labels.get(f"{LABEL}.host") != socket.gethostname():
-        return False  # another machine's session: not ours to judge
+    """True when the labels name a process of this machine that no longer runs: reaped (no such pid, or
+    the pid now belongs to a later process) or dead but not yet reaped (a zombie).
+
+    A zombie counts as gone: it runs no code and will never remove anything. A SIGKILLed pytest-xdist
+    worker stays a zombie until the controller tears its workers down, after every other worker's
+    end-of-session sweep, so treating it as alive leaked its containers.
+    """
     try:
         pid = int(labels.get(f"{LABEL}.pid", ""))
     except ValueError:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        pass
-    started = labels.get(f"{LABEL}.pid-start", "")
-    return bool(started) and _process_start(pid) not in ("", started)
+        return labels.get(f"{LABEL}.host") == Owner.current().host  # ours, but unreadable: nobody owns it
+    return Owner(pid, labels.get(f"{LABEL}.pid-start", ""), labels.get(f"{LABEL}.host", "")).gone()
 
 
 def sweep(client: Any, *, session: str | None = None) -> int:

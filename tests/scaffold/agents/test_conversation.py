@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from scaffold.agents import create_agent
+from scaffold.agents.cli import CliAgent
 from scaffold.agents.conversation import decision_point
 from scaffold.cases import Case
 from tests.support.factories import REPO, TaskFactory, make_runner
@@ -168,6 +169,40 @@ def test_simulator_answers_when_no_reply_is_configured(
     assert (first["reply_source"], first["reply"]) == ("simulator", "Call it out.txt, please.")
     simulator_streams = list((outcome.record_path.parent / "simulator").glob("agent.turn-*.jsonl"))
     assert len(simulator_streams) == 1  # its own process, its own stream
+
+
+def test_the_simulator_gets_a_home_of_its_own_and_no_home_outlives_the_trial(
+    factory: TaskFactory, tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() caches its first answer
+    monkeypatch.setenv("BENCH_SIMULATOR_AGENT", "fake")
+    plan = [{"text": "Which file name do you want?"}, {"write": {"out.txt": "done\n"}, "text": "Written."}]
+    files = {".fake-agent.json": json.dumps(plan), ".fake-simulator.txt": "out.txt"}
+    interaction = {"mode": "auto_user", "max_turns": 4, "simulator_prompt": "You want out.txt."}
+    factory.task("t", files=files, solve="true\n", interaction=interaction)
+    runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
+    runner.agent = create_agent("fake", dict(env))
+    homes: list[str] = []
+    turn = CliAgent.turn
+
+    def spy(self: CliAgent, *args: Any, **kwargs: Any) -> Any:
+        homes.append(kwargs["home"])
+        assert Path(kwargs["home"]).is_dir()  # a real folder, made before the turn
+        return turn(self, *args, **kwargs)
+
+    monkeypatch.setattr(CliAgent, "turn", spy)
+    try:
+        outcome = runner.run(Case("t", "CONTROL", 1))
+    finally:
+        runner.backend.close()
+    assert outcome.record.trajectory.interaction_log[0]["reply_source"] == "simulator"
+    agent_home, simulator_home = homes[0], homes[1]
+    assert simulator_home != agent_home and Path(simulator_home).parent == Path(agent_home).parent
+    assert not Path(agent_home).parent.exists()
+    assert sorted(p.name for p in scratch.rglob("*") if p.is_dir()) == ["comet-eval", "locks"]
 
 
 def test_simulator_prompt_file_overrides_the_task(

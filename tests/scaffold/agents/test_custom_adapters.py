@@ -392,7 +392,7 @@ def test_invalid_yaml(registry: Registry) -> None:
     file = registry.add("my-agent", "apiVersion: [unclosed\nkind: : :\n")
     problem = only_problem(registry)
     assert problem.file == file
-    assert problem.key == ""
+    assert problem.key == "line 2, column 5"  # where the parser stopped
     assert problem.message.startswith("not valid YAML: ")
 
 
@@ -430,20 +430,36 @@ def test_invalid_adapter_does_not_hide_valid_ones(registry: Registry) -> None:
     assert len(registry.problems()) == 1
 
 
-def test_id_equal_to_a_builtin_agent_is_a_duplicate(registry: Registry) -> None:
+def test_id_equal_to_a_builtin_agent_is_rejected_naming_file_and_field(registry: Registry) -> None:
     file = registry.add("codex", runtime__install={"kind": "npm", "package": "evil-codex"})
     problem = only_problem(registry)
-    assert str(problem) == f"{file}: metadata.id: duplicates an agent that already exists (got 'codex')"
-    # The built-in stays what it is; known_agents lists it once.
-    agent = create_agent("codex", {**registry.env, "OPENAI_API_KEY": "openai-key-000001"})
-    assert agent.install == InstallSpec("npm", "codex", "@openai/codex", "0.171.0")
+    assert str(problem) == (
+        f"{file}: metadata.id: is a built-in agent's id, which an adapter cannot replace; give the adapter "
+        "another id (and folder name) (got 'codex')"
+    )
     assert known_agents(registry.env).count("codex") == 1
+    # Choosing that agent is a usage error naming the adapter, never a silent run of the built-in.
+    with pytest.raises(SelectionError) as caught:
+        create_agent("codex", {**registry.env, "OPENAI_API_KEY": "openai-key-000001"})
+    assert str(caught.value) == f"--agent=codex: a custom adapter claims this built-in agent's id: {problem}"
+    # Other agents are not its business.
+    agent = create_agent("claude-code", {**registry.env, "ANTHROPIC_API_KEY": "anthropic-key-000001"})
+    assert agent.install == InstallSpec("npm", "claude", "@anthropic-ai/claude-code", "2.1.112")
+
+
+def test_folder_named_after_a_builtin_with_another_id_is_rejected_too(registry: Registry) -> None:
+    file = registry.add("oracle", metadata={"id": "my-oracle", "version": "1.0.0"})
+    with pytest.raises(SelectionError) as caught:
+        create_agent("oracle", registry.env)
+    assert f"{file}: metadata.id: must equal the folder name 'oracle'" in str(caught.value)
 
 
 @pytest.mark.parametrize("builtin", ["oracle", "nop", "claude-code"])
 def test_every_builtin_name_is_reserved(registry: Registry, builtin: str) -> None:
     registry.add(builtin)
-    assert "duplicates" in only_problem(registry).message
+    assert "built-in agent's id" in only_problem(registry).message
+    with pytest.raises(SelectionError, match=f"--agent={builtin}: a custom adapter claims"):
+        create_agent(builtin, {**registry.env, "ANTHROPIC_API_KEY": "anthropic-key-000001"})
 
 
 def test_adapter_folder_symlinked_outside_the_registry(registry: Registry, tmp_path: Path) -> None:
@@ -514,4 +530,4 @@ def test_selection_error_for_invalid_yaml_names_the_file(registry: Registry) -> 
     file = registry.add("my-agent", "metadata: {id: [\n")
     with pytest.raises(SelectionError) as caught:
         create_agent("my-agent", registry.env)
-    assert f"its adapter is invalid: {file}: not valid YAML" in str(caught.value)
+    assert f"its adapter is invalid: {file}: line 2, column 1: not valid YAML" in str(caught.value)

@@ -120,6 +120,16 @@ class TestClaudeCode:
         assert record.to_dict()["trajectory"]["skills_invoked"] == []
         assert dims(record)["skill_invocation"] is None  # CONTROL installs no required skill: N/A
 
+    def test_failed_skill_call_is_an_attempt_not_an_invocation(self, run_agent: Run) -> None:
+        # CONTROL installs no skill, yet the model calls Skill(markdown-report): the real CLI answers
+        # "Unknown skill: markdown-report" with is_error true.
+        record = run_agent("claude-code", "generic-skill-smoke", "CONTROL", "claude-skill-unknown.yaml")
+        assert record.verdict == "passed", explain(record)
+        traj = record.to_dict()["trajectory"] or {}
+        assert [c["name"] for c in traj["tool_calls"]] == ["Skill", "Write"]
+        assert traj["skills_invoked"] == []
+        assert traj["skills_attempted"] == ["markdown-report"]
+
     def test_auto_user_conversation(self, run_agent: Run) -> None:
         record = run_agent("claude-code", "changelog-release", "CONTROL", "claude-changelog.yaml")
         assert record.verdict == "passed", explain(record)

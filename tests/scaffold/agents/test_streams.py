@@ -37,8 +37,17 @@ def assistant(msg_id: str, *content: dict[str, object], parent: str | None = Non
     return {"type": "assistant", "message": message, "parent_tool_use_id": parent, "session_id": "s"}
 
 
-def tool_use(name: str, **tool_input: object) -> dict[str, object]:
-    return {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": tool_input}
+def tool_use(name: str, /, _id: str | None = None, **tool_input: object) -> dict[str, object]:
+    return {"type": "tool_use", "id": _id or f"toolu_{name}", "name": name, "input": tool_input}
+
+
+def results(*answers: tuple[str, str, bool]) -> dict[str, object]:
+    """A ``user`` event answering tool calls: (tool_use_id, content, is_error) each."""
+    blocks = [
+        {"type": "tool_result", "tool_use_id": i, "content": content, **({"is_error": True} if error else {})}
+        for i, content, error in answers
+    ]
+    return {"type": "user", "message": {"role": "user", "content": blocks}, "parent_tool_use_id": None}
 
 
 def text(value: str) -> dict[str, object]:
@@ -186,13 +195,111 @@ def test_claude_blank_lines_are_not_malformed() -> None:
 def test_claude_skill_names_are_normalized_and_deduplicated() -> None:
     t = parse_claude_stream(
         jsonl(
-            assistant("m1", tool_use("Skill", skill="/comet"), tool_use("Skill", command="comet")),
-            assistant("m2", tool_use("Read", file_path="/w/.claude/skills/comet-open/SKILL.md")),
-            assistant("m3", tool_use("Read", file_path="/w/.claude/skills/comet-open/reference/x.md")),
-            assistant("m4", tool_use("Skill")),
+            assistant("m1", tool_use("Skill", "t1", skill="/comet"), tool_use("Skill", "t2", command="comet")),
+            results(("t1", "Launching skill: comet", False), ("t2", "Launching skill: comet", False)),
+            assistant("m2", tool_use("Read", "t3", file_path="/w/.claude/skills/comet-open/SKILL.md")),
+            results(("t3", "---\nname: comet-open\n---\n", False)),
+            assistant("m3", tool_use("Read", "t4", file_path="/w/.claude/skills/comet-open/reference/x.md")),
+            results(("t4", "reference", False)),
+            assistant("m4", tool_use("Skill", "t5")),
+            results(("t5", "<tool_use_error>skill is required</tool_use_error>", True)),
         )
     )
     assert t.skills_invoked == ("comet", "comet-open")
+    assert t.skills_attempted == ()
+
+
+def test_claude_unknown_skill_recorded_by_the_real_cli_is_an_attempt() -> None:
+    # Recorded from Claude Code 2.1.112 (tests/scaffold/agents/test_e2e_agents.py makes the same call):
+    # CONTROL installs no skill, the model calls Skill(markdown-report), the CLI answers
+    # "<tool_use_error>Unknown skill: markdown-report</tool_use_error>" with is_error true.
+    t = parse_claude_stream(lines_of("claude-skill-unknown.jsonl"))
+    assert [c.name for c in t.tool_calls] == ["Skill", "Write"]
+    assert t.skills_invoked == ()
+    assert t.skills_attempted == ("markdown-report",)
+    assert t.completed is True
+
+
+def test_claude_skill_launched_by_the_real_cli_is_invoked() -> None:
+    # Recorded: the Skill call's result is "Launching skill: markdown-report" without is_error.
+    t = parse_claude_stream(lines_of("claude-code-basic.jsonl"))
+    assert t.skills_invoked == ("markdown-report",)
+    assert t.skills_attempted == ()
+
+
+@pytest.mark.parametrize(
+    ("answer", "invoked", "attempted"),
+    [
+        (("t1", "Launching skill: pdf-tools", False), ("pdf-tools",), ()),
+        (("t1", "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>", True), (), ("pdf-tools",)),
+        (("other", "an answer to another call", False), (), ("pdf-tools",)),  # never answered
+        (None, (), ("pdf-tools",)),  # the run ended before the result (killed)
+    ],
+)
+def test_claude_skill_call_counts_only_when_its_result_is_not_an_error(
+    answer: tuple[str, str, bool] | None, invoked: tuple[str, ...], attempted: tuple[str, ...]
+) -> None:
+    events: list[object] = [assistant("m1", tool_use("Skill", "t1", skill="pdf-tools"))]
+    if answer is not None:
+        events.append(results(answer))
+    t = parse_claude_stream(jsonl(*events))
+    assert (t.skills_invoked, t.skills_attempted) == (invoked, attempted)
+
+
+def test_claude_failed_or_denied_skill_file_read_is_an_attempt() -> None:
+    t = parse_claude_stream(
+        jsonl(
+            assistant("m1", tool_use("Read", "r1", file_path="/w/.claude/skills/csv-kit/SKILL.md")),
+            results(("r1", "<tool_use_error>File does not exist.</tool_use_error>", True)),
+            assistant("m2", tool_use("Read", "r2", file_path="/w/.claude/skills/pdf-tools/SKILL.md")),
+            results(("r2", "Claude requested permissions to read from /w/.claude/skills/pdf-tools/SKILL.md", True)),
+            {"type": "result", "subtype": "success", "is_error": False, "permission_denials": [{"tool_name": "Read"}]},
+        )
+    )
+    assert t.skills_invoked == ()
+    assert t.skills_attempted == ("csv-kit", "pdf-tools")
+
+
+def test_claude_skill_that_failed_then_succeeded_is_invoked_not_attempted() -> None:
+    t = parse_claude_stream(
+        jsonl(
+            assistant("m1", tool_use("Skill", "t1", skill="pdf-tools")),
+            results(("t1", "<tool_use_error>Unknown skill: pdf-tools</tool_use_error>", True)),
+            assistant("m2", tool_use("Read", "t2", file_path="/w/.claude/skills/pdf-tools/SKILL.md")),
+            results(("t2", "---\nname: pdf-tools\n---\n", False)),
+        )
+    )
+    assert t.skills_invoked == ("pdf-tools",)
+    assert t.skills_attempted == ()
+
+
+def test_claude_subagent_skill_calls_are_decided_by_their_results_too() -> None:
+    t = parse_claude_stream(
+        jsonl(
+            assistant("s1", tool_use("Skill", "ts1", skill="csv-kit"), parent="toolu_task"),
+            {
+                **results(("ts1", "<tool_use_error>Unknown skill: csv-kit</tool_use_error>", True)),
+                "parent_tool_use_id": "toolu_task",
+            },
+        )
+    )
+    assert t.skills_invoked == ()
+    assert t.skills_attempted == ("csv-kit",)
+
+
+def test_custom_skill_invocation_event_marked_failed_is_an_attempt() -> None:
+    t = parse_claude_stream(
+        jsonl(
+            {"type": "skill_invocation", "skill": "a"},
+            {"type": "skill_invocation", "skill": "b", "is_error": True},
+            {"type": "skill_invocation", "skill": "c", "success": False},
+            {"type": "skill_invocation", "skill": "d", "success": True},
+        ),
+        agent="my-agent",
+        custom=True,
+    )
+    assert t.skills_invoked == ("a", "d")
+    assert t.skills_attempted == ("b", "c")
 
 
 def test_claude_custom_mode_counts_only_skill_invocation_events() -> None:
@@ -279,11 +386,17 @@ def test_codex_skill_files_read_by_several_commands() -> None:
                     "id": "i1",
                     "type": "command_execution",
                     "command": ["bash", "-lc", "sed -n 1,50p /w/.agents/skills/alpha/SKILL.md"],
+                    "exit_code": 0,
                 },
             },
             {
                 "type": "item.completed",
-                "item": {"id": "i2", "type": "command_execution", "command": "head .agents/skills/beta/SKILL.md"},
+                "item": {
+                    "id": "i2",
+                    "type": "command_execution",
+                    "command": "head .agents/skills/beta/SKILL.md",
+                    "exit_code": 0,
+                },
             },
             {
                 "type": "item.completed",
@@ -301,6 +414,37 @@ def test_codex_skill_files_read_by_several_commands() -> None:
         "ls .agents/skills/gamma/",
     )
     assert t.skills_invoked == ("alpha", "beta")
+
+
+def codex_command(item_id: str, command: str, exit_code: int | None, *, completed: bool = True) -> dict[str, object]:
+    """A command_execution item event in the shape Codex 0.171.0 writes (see codex-basic.jsonl)."""
+    status = "in_progress" if not completed else ("completed" if exit_code == 0 else "failed")
+    return {
+        "type": "item.completed" if completed else "item.started",
+        "item": {
+            "id": item_id,
+            "type": "command_execution",
+            "command": f"/bin/bash -lc '{command}'",
+            "aggregated_output": "",
+            "exit_code": exit_code,
+            "status": status,
+        },
+    }
+
+
+def test_codex_skill_file_read_that_failed_or_never_finished_is_an_attempt() -> None:
+    t = parse_codex_stream(
+        jsonl(
+            codex_command("i1", "cat .agents/skills/alpha/SKILL.md", None, completed=False),
+            codex_command("i1", "cat .agents/skills/alpha/SKILL.md", 1),  # No such file or directory
+            codex_command("i2", "cat .agents/skills/beta/SKILL.md", None, completed=False),  # killed mid-command
+            codex_command("i3", "cat .agents/skills/gamma/SKILL.md", None, completed=False),
+            codex_command("i3", "cat .agents/skills/gamma/SKILL.md", 0),
+            codex_command("i4", "cat .agents/skills/gamma/SKILL.md", 2),  # failed again, but was read once
+        )
+    )
+    assert t.skills_invoked == ("gamma",)
+    assert t.skills_attempted == ("alpha", "beta")
 
 
 @pytest.mark.parametrize(
@@ -364,8 +508,16 @@ def test_json_events_yields_none_for_non_objects_and_skips_blanks() -> None:
 
 
 def test_parser_for_each_agent() -> None:
-    line = jsonl({"type": "skill_invocation", "skill": "s"}, assistant("m", tool_use("Skill", skill="t")))
+    line = jsonl(
+        {"type": "skill_invocation", "skill": "s"},
+        assistant("m", tool_use("Skill", "u1", skill="t")),
+        results(("u1", "Launching skill: t", False)),
+    )
     assert parser_for("claude-code")(line).skills_invoked == ("t",)
+    # Qoder and CodeBuddy write Claude Code's stream: the same rule decides their skill calls.
+    failed = jsonl(assistant("m", tool_use("Skill", "u1", skill="t")), results(("u1", "Unknown skill: t", True)))
+    for agent in ("claude-code", "qoder", "codebuddy"):
+        assert (parser_for(agent)(failed).skills_invoked, parser_for(agent)(failed).skills_attempted) == ((), ("t",))
     assert parser_for("qoder")(line).agent == "qoder"
     assert parser_for("codebuddy")(line).agent == "codebuddy"
     assert parser_for("my-agent")(line).skills_invoked == ("s",)

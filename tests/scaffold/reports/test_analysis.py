@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scaffold.record_files import upgrade
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Analysis, TrialFiles
+from scaffold.reports.verdicts import label_of
 from scaffold.stats import Insufficient, PairedComparison
 from tests.support.records import dims, rec, suite, tasks
 
@@ -29,15 +30,21 @@ def test_an_improvement_on_every_one_of_six_tasks_is_significant() -> None:
     assert isinstance(v.pass_rate, PairedComparison)
     # Exact sign flip: only the all-plus and all-minus patterns reach |sum| = 6 of 2^6.
     assert v.pass_rate.p_value == pytest.approx(2 / 64)
-    assert (v.pass_rate.low, v.pass_rate.mean_difference, v.pass_rate.high) == (1.0, 1.0, 1.0)
+    # No spread (every difference +1) is not certainty: the binomial floor of 0/2 and 2/2 per task,
+    # sqrt(12 * 0.168^2) / 6 = 0.097, times t_5 = 2.571 (issue 11, item 11).
+    assert v.pass_rate.mean_difference == v.pass_rate.high == 1.0
+    assert v.pass_rate.low == pytest.approx(0.751, abs=1e-3)
     assert v.pass_rate.improved == 6
     assert "+100.0%" in v.reason
     assert a.treatments == ("CONTROL", "SKILL")
     assert a.report("SKILL").analysis.pass_rate.mean == 1.0
     assert a.report("CONTROL").analysis.pass_rate.mean == 0.0
     assert a.counts.trials == 24 and a.counts.passed == 12 and a.counts.failed == 12
-    # Sign flip with the sd of differences 0: the floor of the exact test, 6 tasks.
-    assert v.power is not None and v.power.needed == 6
+    # The sd of differences is 0: no spread observed, so no number of tasks can be given.
+    assert v.power is not None and v.power.needed is None and "cannot be estimated" in v.power.note
+    # From the baseline's 0%: two proportions 0 -> 0.1.
+    assert v.trials is not None and v.trials.needed == 74
+    assert v.exclusions is not None and not v.exclusions.imputed and v.exclusions.rate_p_value == 1.0
 
 
 def test_a_regression_is_named_and_the_baseline_is_a_parameter() -> None:
@@ -271,7 +278,8 @@ def test_links_carry_files_noise_evidence_and_merged_experiments() -> None:
     first, second = a.cells[("a", "S")].links
     assert first.files == files[("e1", "a-S-r1")] and second.files is None
     assert a.excluded == (second,) and second.evidence == {"status": 401}
-    assert a.problems == ("x.json: unreadable",)
+    assert [(p.file, p.field, p.reason) for p in a.problems] == [("x.json", None, "unreadable")]
+    assert str(a.problems[0]) == "x.json: unreadable"
 
 
 def test_records_without_a_noise_verdict_are_classified_when_read() -> None:
@@ -333,3 +341,47 @@ def test_any_trial_set_gives_a_consistent_analysis(spec: dict[str, dict[str, str
         means = [row.pass_at_k.mean for row in r.passk if not math.isnan(row.pass_at_k.mean)]
         assert means == sorted(means)
     assert build_analysis(list(reversed(records)), baseline=baseline).verdicts == a.verdicts
+
+
+EXCLUDED = {"category": "excluded", "reason": "api_timeout", "source": "structured", "evidence": {}}
+
+
+def test_exclusions_tied_to_failure_recorded_as_errors_make_the_verdict_inconclusive() -> None:
+    # SKILL loses two trials per task to timeouts, recorded as errors: they would have failed. On the
+    # analysis set SKILL is +25 points on all 8 tasks (significant); with its excluded trials counted as
+    # failures it is +0. Before, the raw set (errors unscored = the analysis set) never showed it.
+    records = suite({"CONTROL": tasks(8, "PPFF"), "SKILL": tasks(8, "PPPF")})
+    records += [rec(f"t{i}", "SKILL", 4 + k, "error", noise=EXCLUDED) for i in range(8) for k in (1, 2)]
+    v = only_verdict(build_analysis(records))
+    assert label_of(v.pass_rate, 0.05) == "improvement" and v.raw_label == "improvement"
+    assert v.label == INCONCLUSIVE
+    assert v.exclusions is not None and v.exclusions.imputed
+    assert v.exclusions.worst_label == "no significant difference" and v.exclusions.best_label == "improvement"
+    assert isinstance(v.exclusions.worst, PairedComparison) and v.exclusions.worst.mean_difference == 0.0
+    assert (v.exclusions.treatment_excluded, v.exclusions.treatment_trials) == (16, 48)
+    assert (v.exclusions.baseline_excluded, v.exclusions.baseline_trials) == (0, 32)
+    # 16 of 48 against 0 of 32: Fisher's exact test says the exclusion rates differ.
+    assert v.exclusions.rate_p_value == pytest.approx(1.044e-4, rel=1e-3)  # scipy.stats.fisher_exact agrees
+    assert "as failures of SKILL and passes of CONTROL it is 'no significant difference'" in v.reason
+
+
+def test_exclusions_that_cannot_change_the_answer_leave_it_decisive() -> None:
+    # Whatever the 8 excluded SKILL trials would have shown, SKILL passes at least 4 of 5 on every task
+    # where CONTROL passes none.
+    v = only_verdict(build_analysis(suite({"CONTROL": tasks(8, "FFFF"), "SKILL": tasks(8, "PPPPX")})))
+    assert v.label == "improvement"
+    assert v.exclusions is not None
+    assert v.exclusions.worst_label == v.exclusions.best_label == "improvement"
+    assert isinstance(v.exclusions.worst, PairedComparison) and v.exclusions.worst.mean_difference == 0.8
+    assert isinstance(v.exclusions.best, PairedComparison) and v.exclusions.best.mean_difference == 1.0
+    assert v.exclusions.rate_p_value == pytest.approx(0.007304, rel=1e-3)  # 8 of 40 against 0 of 32
+
+
+def test_a_task_whose_every_trial_was_excluded_counts_in_the_bounds() -> None:
+    # t7's SKILL trials were all excluded: unpaired on the analysis set, paired in both bounds.
+    spec = {"CONTROL": tasks(8, "FF"), "SKILL": tasks(7, "PP") | {"t7": "XX"}}
+    v = only_verdict(build_analysis(suite(spec)))
+    assert isinstance(v.pass_rate, PairedComparison) and v.pass_rate.n == 7
+    assert v.exclusions is not None
+    assert isinstance(v.exclusions.worst, PairedComparison) and v.exclusions.worst.n == 8
+    assert v.exclusions.worst.differences[-1] == 0.0 and v.exclusions.best.differences[-1] == 1.0  # type: ignore[union-attr]

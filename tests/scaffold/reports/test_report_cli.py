@@ -145,8 +145,12 @@ def test_unreadable_records_are_listed_and_the_rest_reported(
     bad = one / "trials" / "t-CONTROL-r9" / "record.json"
     bad.parent.mkdir()
     bad.write_text("{not json")
-    assert main(["report", str(one)]) == 0
-    assert f"{bad}: cannot be read as a trial record" in (one / "comparison_report.md").read_text()
+    # Exit 3: the reports were written from the readable records, and the unreadable one is listed.
+    assert main(["report", str(one)]) == 3
+    assert (
+        "- trials/t-CONTROL-r9/record.json: cannot be read as a trial record"
+        in (one / "comparison_report.md").read_text()
+    )
 
 
 def test_markdown_off_by_configuration_and_the_real_command(tmp_path: Path) -> None:

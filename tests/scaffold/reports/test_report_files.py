@@ -7,9 +7,11 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from scaffold.errors import ReportError
+from scaffold.records import TrialRecord
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.comparison import ROW_LIMIT, render_comparison
 from scaffold.reports.config import ENV_VAR, ReportOutputs, parse_report_config, resolve_outputs
@@ -37,7 +39,8 @@ def test_rows_say_null_for_unknown_never_nan_or_zero() -> None:
     assert errored["passed"] is None and errored["weighted_score"] is None
     assert errored["tokens"] is None and errored["cost_usd"] is None
     assert errored["record"] is None and errored["streams"] == []
-    nan_score = result_row(rec("a", "S", 2, "failed", score=float("nan")))
+    # A record file cannot hold NaN (scaffold.record_files reads it as None), but a record made in memory can.
+    nan_score = result_row(msgspec.structs.replace(rec("a", "S", 2, "failed"), weighted_score=float("nan")))
     assert nan_score["weighted_score"] is None and nan_score["passed"] is False
 
 
@@ -186,3 +189,48 @@ def test_summary_starts_with_the_verdicts_and_pass_at_k() -> None:
     assert text.index("## Verdict") < text.index("## By treatment")
     missing = render_summary(build_analysis(suite({"A": {"t": "P"}})), "exp")
     assert "> **Note:** baseline 'CONTROL' has no trials" in missing
+
+
+# --- statistics at the edges (issue 11, items 11 to 13) -------------------------------------------------------
+
+
+def _tied_exclusions() -> list[TrialRecord]:
+    """SKILL +25 points on 8 tasks on the analysis set; 2 of its trials per task timed out (errors)."""
+    excluded = {"category": "excluded", "reason": "api_timeout", "source": "structured", "evidence": {}}
+    records = suite({"CONTROL": tasks(8, "PPFF"), "SKILL": tasks(8, "PPPF")})
+    return records + [rec(f"t{i}", "SKILL", 4 + k, "error", noise=excluded) for i in range(8) for k in (1, 2)]
+
+
+def test_no_spread_shows_an_interval_and_no_number_of_tasks() -> None:
+    analysis = build_analysis(suite({"CONTROL": tasks(10, "P" * 10), "SKILL": tasks(10, "P" * 10)}))
+    summary = render_summary(analysis, "exp")
+    assert "(95% CI -7.2% to +7.2%)" in summary and "+0.0% to +0.0%" not in summary
+    assert "tasks needed for a 10-point difference (power 0.8): not estimated (no spread was observed" in summary
+    assert "trials needed per treatment on one task: 74" in summary
+    comparison = render_comparison(analysis, "exp")
+    assert "- power: not estimated: no spread was observed (every paired difference is the same)" in comparison
+    assert "- the pass-rate interval is the binomial floor" in comparison
+    assert "about 74 trials per treatment would detect a 10-point change on one task" in comparison
+
+
+def test_the_reports_show_the_exclusion_bounds_and_the_test_of_exclusion_rates() -> None:
+    analysis = build_analysis(_tied_exclusions())
+    summary = render_summary(analysis, "exp")
+    assert "**SKILL** vs CONTROL: **Inconclusive due to data quality**" in summary
+    assert (
+        "  - excluded trials: 0/32 CONTROL, 16/48 SKILL, Fisher's exact p = 0.000104; verdict counting them as "
+        "failures of SKILL: no significant difference, as passes: improvement"
+    ) in summary
+    comparison = render_comparison(analysis, "exp")
+    assert "| verdict (worst case) | verdict (best case) |" in comparison
+    assert (
+        "| improvement | Inconclusive due to data quality | improvement | no significant difference | improvement |"
+        in (comparison)
+    )
+    assert "(Fisher's exact p = 0.000104 for a difference in exclusion rates); worst case +0.0% [" in comparison
+
+
+def test_a_clean_experiment_has_no_exclusion_lines() -> None:
+    analysis = build_analysis(suite({"CONTROL": tasks(6, "FP"), "SKILL": tasks(6, "PP")}))
+    assert "excluded trials:" not in render_summary(analysis, "exp")
+    assert "excluded trials:" not in render_comparison(analysis, "exp")

@@ -12,7 +12,7 @@ from scaffold.records import TrialRecord
 from scaffold.reports import html as report_html
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.html import href, render_html
-from tests.support.records import changed
+from tests.support.records import changed, rec, suite, tasks
 from tests.support.report_html import (
     EXCLUDED,
     LAYOUT_TREATMENTS,
@@ -272,3 +272,17 @@ def test_judge_scores_are_shown_beside_the_rubric_not_in_it() -> None:
     assert "Judge overlay" in dims
     assert "<td>judge_quality</td><td>SKILL_A</td>" in dims
     assert "chart-dim-" in dims and "judge_quality: difference" not in dims
+
+
+def test_the_verdict_shows_tasks_and_trials_needed_and_the_exclusion_bounds() -> None:
+    # Issue 11, items 12 and 13: both sample sizes and what the excluded trials could do, in the verdict.
+    excluded = {"category": "excluded", "reason": "api_timeout", "source": "structured", "evidence": {}}
+    records = suite({"CONTROL": tasks(8, "PPFF"), "SKILL": tasks(8, "PPPF")})
+    records += [rec(f"t{i}", "SKILL", 4 + k, "error", noise=excluded) for i in range(8) for k in (1, 2)]
+    page = render_html(build_analysis(records))
+    assert "tasks (and trials) for a 10-point effect" in page
+    assert "; 388 trials per treatment on one task</td>" in page
+    assert "excluded trials: 0 of 32 CONTROL, 16 of 48 SKILL (Fisher&#39;s exact p = 0.000104)" in page
+    assert "counted as failures of SKILL and passes of CONTROL: no significant difference" in page
+    spread = suite({"CONTROL": tasks(6, "PF"), "SKILL": tasks(3, "PP") | {"t3": "FF", "t4": "PF", "t5": "PP"}})
+    assert re.search(r">\d+ tasks; \d+ trials per treatment on one task</td>", render_html(build_analysis(spread)))

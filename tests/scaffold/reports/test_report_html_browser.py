@@ -24,7 +24,7 @@ from tests.support.png import Image, read_png
 from tests.support.report_html import LAYOUT_TREATMENTS, analysis_of, layout_outcome, trial_set
 
 CHROMIUM = Path("/usr/bin/chromium")
-WINDOW = (1300, 2300)
+WINDOW = (1300, 3000)  # tall enough for the verdict, comparison, cost and first dimension charts
 # Matrix colours of report.css.j2: 0%, 25% and 100% pass rate.
 B0, B3, B10 = "#543005", "#dfc27d", "#003c30"
 

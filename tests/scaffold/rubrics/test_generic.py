@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
+from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.profiles import get_profile
 from scaffold.rubrics import Dimension, RubricInput, weighted_score
 from scaffold.rubrics.generic import WEIGHTS, score
 from scaffold.tasks import Task, TaskSpec
 from scaffold.trajectory import ToolCall, Trajectory
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
+from tests.support.factories import REPO
 
 
 def task(**sections: dict[str, Any]) -> Task:
@@ -99,6 +101,20 @@ class TestSkillInvocation:
     def test_hard_failure_names_the_skill(self) -> None:
         failures = hard(self.T, skills=("report", "lint"), trajectory={"skills_invoked": ("lint",)})
         assert failures == ("Required skill not invoked: report",)
+
+    def test_a_failed_skill_call_is_not_an_invocation(self) -> None:
+        # The real Claude Code stream of a Skill call answered "Unknown skill: markdown-report" (is_error).
+        t = task(evaluation={"required_skills": ["markdown-report"], "require_skill_invocation": True})
+        lines = (REPO / "tests" / "data" / "streams" / "claude-skill-unknown.jsonl").read_text().splitlines()
+        traj = parse_claude_stream(lines)
+        data = RubricInput(
+            t, ("markdown-report",), True, traj, ValidationOutcome((ValidationCheck("a", "passed", "s"),))
+        )
+        result = score(data)
+        dim = next(d for d in result.dimensions if d.name == "skill_invocation")
+        assert dim.score == 0.0
+        assert dim.reason == "0/1 required skills invoked; not invoked: markdown-report (its call failed)"
+        assert result.hard_failures == ("Required skill not invoked: markdown-report (its call failed)",)
 
     def test_no_hard_failure_unless_required(self) -> None:
         soft = task(evaluation={"required_skills": ["report"]})

@@ -11,19 +11,26 @@ from math import comb
 from pathlib import Path
 from unittest.mock import ANY
 
+import msgspec
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import chi2  # type: ignore[import-untyped]
 
 import scaffold.stats as stats_pkg
 from scaffold.records import TrialRecord
+from scaffold.reports.verdicts import label_of
 from scaffold.stats import (
     Insufficient,
     KPlan,
     PairedComparison,
     TaskSummary,
     TrialOutcome,
+    binomial_floor,
     compare_treatments,
+    fisher_exact,
+    impute_excluded,
     k_ladder,
     mean_over_tasks,
     outcomes_from_records,
@@ -34,6 +41,7 @@ from scaffold.stats import (
     sign_flip_p_value,
     summarize_tasks,
     summarize_treatments,
+    t_test_power,
     tasks_needed,
     trials_needed,
     wilson_interval,
@@ -64,7 +72,7 @@ def summary(task: str, treatment: str, pass_rate: float, mean_score: float = nan
 
 def test_public_api_is_exactly_all() -> None:
     public = {name for name in vars(stats_pkg) if not name.startswith("_")} - {"annotations"}
-    modules = {"aggregate", "outcomes", "paired", "passk", "power", "rates"}
+    modules = {"aggregate", "exclusions", "outcomes", "paired", "passk", "power", "rates"}
     assert set(stats_pkg.__all__) == public - modules
     assert stats_pkg.__all__ == sorted(stats_pkg.__all__)
 
@@ -255,7 +263,8 @@ def test_outcomes_from_records_make_errors_unscored() -> None:
         )
 
     records = [rec("b", 1, "passed", 0.9), rec("a", 2, "error", 0.5), rec("a", 1, "failed", None)]
-    records.append(rec("a", 3, "failed", nan))
+    # Reading rejects a NaN score (or reads an old one as unknown); one built in memory is still unscored.
+    records.append(msgspec.structs.replace(rec("a", 3, "failed", None), weighted_score=nan))
     assert outcomes_from_records(records) == (
         TrialOutcome("a", "CONTROL", 1, False, None),
         TrialOutcome("a", "CONTROL", 2, None, None),
@@ -378,7 +387,9 @@ def test_comparison_edge_cases_do_not_raise() -> None:
     flat = [summary(t, side, 1.0) for t in "abc" for side in "BT"]
     same = compare_treatments(flat, "B", "T")
     assert isinstance(same, PairedComparison)
-    assert (same.p_value, same.mean_difference, same.sd, same.low, same.high) == (1.0, 0.0, 0.0, 0.0, 0.0)
+    assert (same.p_value, same.mean_difference, same.sd) == (1.0, 0.0, 0.0)
+    # No spread observed is not certainty: the binomial floor gives the interval a width (issue 11, item 11).
+    assert same.low < 0.0 < same.high and same.floored
     assert same.unchanged == 3
     with pytest.raises(ValueError, match="metric"):
         compare_treatments(flat, "B", "T", "median")  # type: ignore[arg-type]
@@ -388,15 +399,59 @@ def test_comparison_edge_cases_do_not_raise() -> None:
 
 
 def test_tasks_needed() -> None:
-    # ((1.959964 + 0.841621) * 0.2 / 0.1)^2 = 31.39 -> 32
+    # The t test's power, not the z formula's ((1.959964 + 0.841621) * 0.2 / 0.1)^2 = 31.39 -> 32: at 32
+    # tasks the noncentral t gives less than 0.80, first reached at 34.
     plan = tasks_needed(0.2)
-    assert plan.needed == 32 and plan.unit == "tasks" and "normal approximation" in plan.method
-    assert tasks_needed(0.2, effect=0.05).needed == 126  # 4x the variance ratio -> 125.6
-    floor = tasks_needed(0.0)
+    assert plan.needed == 34 and plan.unit == "tasks" and "noncentral t" in plan.method
+    assert t_test_power(33, 0.2, 0.1) < 0.80 <= t_test_power(34, 0.2, 0.1)
+    assert tasks_needed(0.2, effect=0.05).needed == 128  # z formula: 126
+    floor = tasks_needed(0.01)
     assert floor.needed == 6 and "sign-flip" in floor.note  # 2/2^6 <= 0.05 < 2/2^5
     assert tasks_needed(nan).needed is None
     with pytest.raises(ValueError, match="effect"):
         tasks_needed(0.2, effect=0.0)
+
+
+def test_no_spread_gives_no_number_of_tasks() -> None:
+    # Every paired difference the same (all passing under both): before, "about 6 tasks would detect a
+    # 10-point difference"; the spread is unknown, not zero.
+    plan = tasks_needed(0.0)
+    assert plan.needed is None and "cannot be estimated" in plan.note and "no spread was observed" in plan.note
+
+
+def test_the_discreteness_of_pass_rates_adds_tasks() -> None:
+    # 10 trials per task: differences are multiples of 0.1, the sign-flip sums step by 0.2.
+    assert tasks_needed(0.19, trials=10).needed == 34 > tasks_needed(0.19).needed == 31
+    assert tasks_needed(0.6, trials=1).needed == 324 > tasks_needed(0.6).needed == 285  # 1 trial: steps of 2
+    assert "trials" in tasks_needed(0.6, trials=1).method
+
+
+def _simulated_power(tasks: int, trials: int, effect: float, experiments: int, seed: int) -> float:
+    """Share of experiments the verdict's own rule (sign-flip p and interval) calls an improvement; the
+    calibration model of benchmarks/calibration.py (baseline rates uniform on [0, 1 - effect])."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(experiments):
+        base = rng.uniform(0.0, 1.0 - effect, tasks)
+        before, after = rng.binomial(trials, base), rng.binomial(trials, base + effect)
+        rows = [
+            TaskSummary(f"t{i}", side, trials, trials, int(c), trials, c / trials, nan)
+            for side, counts in (("B", before), ("T", after))
+            for i, c in enumerate(counts)
+        ]
+        hits += label_of(compare_treatments(rows, "B", "T"), 0.05) == "improvement"
+    return hits / experiments
+
+
+@pytest.mark.slow  # 1,500 paired comparisons of 34 tasks with 20,000 sign patterns each: about 20 s
+def test_at_the_recommended_size_the_verdict_has_the_power_it_promises() -> None:
+    # 10 trials per task, +10 points, baseline rates uniform on [0, 0.9]: the sd of one task's difference
+    # is sqrt((E p(1-p) + E q(1-q)) / 10) = 0.190.
+    sd = math.sqrt(((0.45 - 0.81 / 3) + (0.55 - (0.01 + 0.1 + 1.0) / 3)) / 10)
+    recommended = tasks_needed(sd, trials=10).needed
+    assert recommended == 34
+    # 1,500 simulated experiments (Monte Carlo SE 1 point). The z formula's 29 tasks reached about 0.78.
+    assert _simulated_power(recommended, 10, 0.10, 1500, seed=3) >= 0.80
 
 
 def test_trials_needed_for_one_task() -> None:
@@ -470,3 +525,100 @@ def test_any_trial_set_summarizes_without_raising(rows: list[tuple[str, str, str
             assert math.isnan(est.mean) or 0.0 <= est.mean <= 1.0
     comparison = compare_treatments(summarize_tasks(outcomes), "B", "T")
     assert isinstance(comparison, (Insufficient, PairedComparison))
+
+
+# --- item 11 of issue 11: intervals that stay honest without spread ------------------------------------------
+
+side_counts = st.integers(min_value=1, max_value=12).flatmap(
+    lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(0, n))
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(side_counts, min_size=2, max_size=20))
+def test_pass_rate_intervals_contain_the_estimate_and_are_never_a_point(cells: list[tuple[int, int, int]]) -> None:
+    rows = [TaskSummary(f"t{i}", "B", n, n, b, n, b / n, nan) for i, (n, b, _) in enumerate(cells)]
+    rows += [TaskSummary(f"t{i}", "T", n, n, t, n, t / n, nan) for i, (n, _, t) in enumerate(cells)]
+    c = compare_treatments(rows, "B", "T", min_tasks=2)
+    assert isinstance(c, PairedComparison)
+    assert -1.0 <= c.low <= c.mean_difference <= c.high <= 1.0
+    assert c.low < c.high  # never a point, whatever the differences
+    assert c.se >= c.se_floor > 0.0
+    full = binomial_floor([(rows[i], rows[len(cells) + i]) for i in range(len(cells))])
+    # All of the floor when every difference is the same; else its 5% chi-square quantile (df n - 1).
+    n = len(cells)
+    scale = 1.0 if c.sd <= 1e-12 else math.sqrt(float(chi2.ppf(0.05, n - 1)) / (n - 1))
+    assert c.se_floor == pytest.approx(full * scale)
+
+
+def test_all_passing_under_both_is_not_certainty() -> None:
+    # 10 tasks x 10 trials, every trial passed under both: before, "95% CI +0.0% to +0.0%".
+    rows = [TaskSummary(f"t{i}", side, 10, 10, 10, 10, 1.0, 1.0) for i in range(10) for side in "BT"]
+    c = compare_treatments(rows, "B", "T")
+    assert isinstance(c, PairedComparison) and c.sd == 0.0 and c.floored
+    # Each side's Wilson interval of 10/10 is [0.722, 1]: SE 0.0708 each, sqrt(20 * 0.0708^2) / 10 = 0.0317.
+    assert c.se == pytest.approx(0.0317, abs=1e-4)
+    assert c.high == pytest.approx(2.262 * 0.0317, abs=1e-3) and c.low == -c.high
+    assert label_of(c, 0.05) == "no significant difference"
+
+
+def test_the_floor_leaves_spread_out_differences_alone() -> None:
+    rows = [summary(t, "B", 0.25, n=8) for t in "abcdef"] + [
+        summary(t, "T", rate, n=8) for t, rate in zip("abcdef", [1.0, 0.0, 0.75, 0.25, 0.875, 0.125], strict=True)
+    ]
+    c = compare_treatments(rows, "B", "T")
+    assert isinstance(c, PairedComparison) and not c.floored
+    assert c.se == pytest.approx(c.sd / math.sqrt(6))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.floats(0.02, 1.0),
+    st.floats(0.02, 0.5),
+    st.sampled_from([None, 1, 3, 10]),
+)
+def test_power_properties(sd: float, effect: float, per_task: int | None) -> None:
+    plan = tasks_needed(sd, effect, trials=per_task)
+    assert plan.needed is not None and plan.needed >= 6
+    powers = [t_test_power(n, sd, effect) for n in range(2, 60)]
+    assert all(0.0 <= p <= 1.0 for p in powers)
+    assert all(a <= b + 1e-9 for a, b in itertools.pairwise(powers))  # more tasks, more power
+    assert t_test_power(plan.needed, sd, effect) >= 0.80
+    assert tasks_needed(sd * 1.5, effect, trials=per_task).needed >= plan.needed  # more spread, more tasks
+    assert tasks_needed(sd, effect * 1.5, trials=per_task).needed <= plan.needed  # bigger effect, fewer
+
+
+# --- item 13: exclusions -------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40), st.integers(0, 40))
+def test_fisher_exact_agrees_with_scipy(a: int, b: int, c: int, d: int) -> None:
+    from scipy.stats import fisher_exact as reference
+
+    p = fisher_exact(a, b, c, d)
+    assert 0.0 < p <= 1.0
+    assert p == pytest.approx(float(reference([[a, b], [c, d]]).pvalue), rel=1e-9, abs=1e-12)
+    assert fisher_exact(c, d, a, b) == pytest.approx(p, rel=1e-9)  # the order of the treatments is irrelevant
+
+
+def test_fisher_exact_of_large_tables_and_bad_counts() -> None:
+    assert fisher_exact(50, 950, 80, 920) == pytest.approx(0.008308448377756, rel=1e-9)
+    assert fisher_exact(0, 50_000, 0, 50_000) == 1.0
+    with pytest.raises(ValueError, match="counts"):
+        fisher_exact(-1, 2, 3, 4)
+
+
+def test_impute_excluded_puts_trials_back_as_passes_or_failures() -> None:
+    rows = (
+        TaskSummary("a", "B", 3, 3, 1, 3, 1 / 3, 0.3),
+        TaskSummary("a", "T", 2, 2, 2, 2, 1.0, 1.0),
+        TaskSummary("a", "OTHER", 2, 2, 2, 2, 1.0, 1.0),
+    )
+    excluded = {("a", "T"): 2, ("b", "T"): 1, ("a", "B"): 1, ("a", "OTHER"): 5}
+    out = {(s.task, s.treatment): s for s in impute_excluded(rows, excluded, {"B": True, "T": False})}
+    assert set(out) == {("a", "B"), ("a", "T"), ("b", "T")}  # OTHER left out; b comes back from nothing
+    assert (out[("a", "B")].scored, out[("a", "B")].passed, out[("a", "B")].pass_rate) == (4, 2, 0.5)
+    assert (out[("a", "T")].scored, out[("a", "T")].passed, out[("a", "T")].pass_rate) == (4, 2, 0.5)
+    assert (out[("b", "T")].scored, out[("b", "T")].passed, out[("b", "T")].pass_rate) == (1, 0, 0.0)
+    assert out[("a", "B")].mean_score == 0.3  # only the pass rate is imputed

@@ -355,6 +355,46 @@ def test_commands_the_keeper_starts_behave_like_execs(
         backend.destroy(workspace, keep=False)
 
 
+def test_the_keeper_takes_the_environment_over_its_stream_not_a_file(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command's environment (the agent's credentials) never lands in the control folder: the folders
+    are 0700, the files 0600, and a command's files go when it ends, the folder with the trial. A PATH
+    without setsid/mv, or variables named like the keeper's own, do not break the fast path."""
+    import scaffold.workspaces.docker.workspace as workspace_module
+
+    def no_exec(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the keeper did not run the command")
+
+    monkeypatch.setattr(workspace_module, "run_command", no_exec)
+    workspace = backend.create(load_task(factory.task("private")), "exp-p/private-CONTROL-r1")
+    secret = "sk-ant-planted-" + uuid.uuid4().hex
+    probe = (
+        "/usr/bin/stat -c '%a %n' /run/comet-ctl /run/comet-ctl/*; /bin/cat /run/comet-ctl/*.run; "
+        'printf "%s|%s|%s|%s|%s\\n" "$ANTHROPIC_API_KEY" "$PATH" "$sid" "$mv" "$ctl"'
+    )
+    try:
+        assert workspace.control is not None
+        parent = workspace.control.parent
+        assert (oct(parent.stat().st_mode & 0o777), oct(workspace.control.stat().st_mode & 0o777)) == ("0o700",) * 2
+        env = {"ANTHROPIC_API_KEY": secret, "PATH": "/nowhere", "sid": "x", "mv": "y", "ctl": "/tmp"}
+        result = workspace.exec(
+            ["/bin/sh", "-c", probe], timeout=30, env=env, stdout_path=tmp_path / "o", stderr_path=tmp_path / "e"
+        )
+        out = result.stdout()
+        assert result.exit_code == 0, (out, result.stderr())
+        listing = [line for line in out.splitlines() if line.startswith(("700 ", "600 "))]
+        assert listing[0] == "700 /run/comet-ctl"
+        assert sorted(line.rsplit(".", 1)[1] for line in listing[1:]) == ["err", "out", "run"]
+        assert all(line.startswith("600 ") for line in listing[1:]), out
+        assert out.count(secret) == 1 and out.endswith(f"{secret}|/nowhere|x|y|/tmp\n")  # printed, never in .run
+        assert list(workspace.control.iterdir()) == []
+        assert workspace.keeper is not None and workspace.keeper.fast
+    finally:
+        backend.destroy(workspace, keep=False)
+    assert not workspace.control.exists()
+
+
 def test_a_command_the_keeper_does_not_take_runs_once_through_exec(
     backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -499,6 +539,191 @@ def test_sigint_to_a_pytest_run_leaves_no_container(
             proc.wait()
     assert b"KeyboardInterrupt" in output, output.decode(errors="replace")
     assert ours(docker_client, pid=str(proc.pid)) == []
+
+
+@pytest.mark.slow
+def test_a_sigkilled_xdist_worker_leaves_no_container(
+    docker_base_image: str, suite: TaskFactory, pytester: pytest.Pytester, docker_client: Any
+) -> None:
+    """SIGKILL one of two workers mid-trial: it stays a zombie until xdist tears down, after the other
+    worker's end-of-session sweep, which must still take its container."""
+    for name in ("slow-a", "slow-b", "slow-c", "slow-d"):
+        suite.task(name, solve="echo started; sleep 6\n", environment={"timeout_sec": 120})
+    experiment = f"killed-worker-{uuid.uuid4().hex[:8]}"
+    argv = [sys.executable, "-m", "pytest", "local/tests", "--backend=docker", "-n", "2", "-p", "no:cacheprovider"]
+    argv += [f"--workspace-root={pytester.path / 'ws'}", f"--logs-dir={pytester.path / 'logs'}"]
+    argv += [f"--experiment-id={experiment}"]
+    output = pytester.path / "pytest.log"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(argv, cwd=pytester.path, stdout=sink, stderr=subprocess.STDOUT)
+    sessions: set[str] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # both workers are in the agent's phase of a trial
+            running = [c for c in ours(docker_client, experiment=experiment, phase="agent") if _sleeping(c)]
+            sessions |= {c.labels["comet-eval.session"] for c in running}
+            workers = {c.labels["comet-eval.pid"] for c in running}
+            if len(workers) == 2:
+                break
+            assert proc.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, "the two workers never ran trials at once"
+            time.sleep(0.2)
+        os.kill(int(sorted(workers)[0]), signal.SIGKILL)
+        proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log = output.read_text()
+    assert "replacing crashed worker" in log or "crashed" in log, log
+    assert ours(docker_client, experiment=experiment) == []
+    for session in sessions:
+        assert docker_client.volumes.list(filters={"label": f"comet-eval.session={session}"}) == []
+        assert docker_client.networks.list(filters={"label": f"comet-eval.session={session}"}) == []
+
+
+@pytest.mark.slow
+def test_a_worker_killed_after_the_other_closed_leaves_no_container(
+    docker_base_image: str, suite: TaskFactory, pytester: pytest.Pytester, docker_client: Any
+) -> None:
+    """Two trials, one per worker: the quick one's worker ends (its sweep has run) before the other is
+    SIGKILLed mid-trial, so no worker is left to sweep: the controller does, when xdist reports the crash."""
+    suite.task("quick")
+    suite.task("slow", solve="echo started; sleep 20\n", environment={"timeout_sec": 120})
+    closed = pytester.path / "closed"  # a worker's session end comes after its backend's close (and sweep)
+    closed.mkdir()
+    pytester.makeconftest(
+        "import os\nfrom pathlib import Path\n\n\ndef pytest_sessionfinish(session):\n"
+        f"    Path({str(closed)!r}, str(os.getpid())).write_text('')\n"
+    )
+    experiment = f"killed-last-{uuid.uuid4().hex[:8]}"
+    argv = [sys.executable, "-m", "pytest", "local/tests", "--backend=docker", "-n", "2", "-p", "no:cacheprovider"]
+    argv += [f"--workspace-root={pytester.path / 'ws'}", f"--logs-dir={pytester.path / 'logs'}"]
+    argv += [f"--experiment-id={experiment}"]
+    output = pytester.path / "pytest.log"
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(argv, cwd=pytester.path, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            running = [c for c in ours(docker_client, experiment=experiment, phase="agent") if _sleeping(c, 20)]
+            victim = running[0].labels["comet-eval.pid"] if running else None
+            if victim and [p for p in closed.iterdir() if p.name != victim]:
+                break
+            assert proc.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, "the quick worker never ended while the slow trial ran"
+            time.sleep(0.1)
+        os.kill(int(victim), signal.SIGKILL)
+        proc.wait(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "crashed" in output.read_text(), output.read_text()
+    assert ours(docker_client, experiment=experiment) == []
+
+
+def _sleeping(container: Any, seconds: int = 6) -> bool:
+    from docker.errors import APIError
+
+    try:
+        return any(f"sleep {seconds}" in " ".join(p) for p in container.top()["Processes"] or [])
+    except APIError:  # removed meanwhile
+        return False
+
+
+_KILLED_TRIAL = """
+import os, tempfile
+from pathlib import Path
+
+from scaffold.cases import Case
+from scaffold.workspaces.docker import DockerBackend
+from tests.support.docker import CredentialedSleeper, docker_runner
+from tests.support.factories import TaskFactory
+
+
+def test_trial(tmp_path):
+    factory = TaskFactory(tmp_path)
+    factory.task("sleepy")
+    backend = DockerBackend(Path(tempfile.gettempdir()) / "comet-eval")  # the harness's default root
+    runner = docker_runner([factory.tasks_dir], factory, tmp_path, backend, CredentialedSleeper(os.environ))
+    runner.run(Case("sleepy", "CONTROL", 1))
+"""
+
+
+def test_a_sigkilled_docker_run_leaves_no_secret_on_disk(
+    docker_base_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    """Planted keys reach the agent's process (its environment) and nothing else: after a SIGKILL of the
+    harness mid-agent, no file under $TMPDIR (workspaces, control folders, logs, the experiment) and none
+    of the container's files in the engine (its config, logs, upper layer) holds a value."""
+    secrets = {
+        "ANTHROPIC_API_KEY": f"sk-ant-planted-{uuid.uuid4().hex}",
+        "ANTHROPIC_AUTH_TOKEN": f"planted-token-{uuid.uuid4().hex}",
+        "OPENAI_API_KEY": f"sk-openai-planted-{uuid.uuid4().hex}",
+    }
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    (tmp_path / "test_killed.py").write_text(_KILLED_TRIAL)
+    env = {**os.environ, **secrets, "TMPDIR": str(temp), "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_killed.py"]
+    output = tmp_path / "pytest.log"  # scanned too
+    with output.open("wb") as sink:
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=sink, stderr=subprocess.STDOUT)
+    container = None
+    try:
+        deadline = time.monotonic() + 90
+        while container is None or not any("sleep 300" in " ".join(p) for p in container.top()["Processes"]):
+            assert proc.poll() is None, output.read_text()
+            assert time.monotonic() < deadline, "the agent never started"
+            time.sleep(0.2)
+            found = ours(docker_client, pid=str(proc.pid), phase="agent")
+            container = found[0] if found else None
+        environ = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/environ"]).output
+        assert all(value.encode() in environ for value in secrets.values())  # the agent did get them
+        proc.kill()
+        proc.wait()
+        hits = [str(path) for path in _files_under(tmp_path) if _holds(path, secrets)]
+        hits += _engine_hits(docker_client, container, secrets)
+        assert hits == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sweep(docker_client)  # its session is gone: its container goes
+
+
+def _files_under(root: Path) -> Iterator[Path]:
+    for top, _, files in os.walk(root):
+        for name in files:
+            path = Path(top) / name
+            if path.is_file() and not path.is_symlink():
+                yield path
+
+
+def _holds(path: Path, secrets: dict[str, str]) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:  # a socket, a file that went meanwhile
+        return False
+    return any(value.encode() in data for value in secrets.values())
+
+
+def _engine_hits(client: Any, container: Any, secrets: dict[str, str]) -> list[str]:
+    """What the engine keeps of the container: its inspect data (config.v2.json), and either its folders
+    in the engine's data root (config, logs, the overlay's upper dir) when readable, or its files as
+    ``docker export`` streams them."""
+    import json
+
+    attrs = client.api.inspect_container(container.id)
+    hits = ["inspect"] if any(value in json.dumps(attrs) for value in secrets.values()) else []
+    root = Path(client.info().get("DockerRootDir") or "/var/lib/docker")
+    upper = ((attrs.get("GraphDriver") or {}).get("Data") or {}).get("UpperDir")
+    folders = [root / "containers" / container.id, *([Path(upper)] if upper else [])]
+    if all(os.access(folder, os.R_OK | os.X_OK) for folder in folders):
+        return hits + [str(path) for folder in folders for path in _files_under(folder) if _holds(path, secrets)]
+    data = b"".join(container.export())
+    return hits + (["docker export"] if any(value.encode() in data for value in secrets.values()) else [])
 
 
 def test_containers_of_dead_sessions_are_swept(docker_base_image: str, docker_client: Any, tmp_path: Path) -> None:

@@ -1,0 +1,292 @@
+"""A SIGKILLed harness on the local backend: its agents die with it, and what it left on disk is swept.
+
+Real pytest runs of the plugin in a subprocess, SIGKILLed while the agent works: the agent (the oracle
+running a solution, or the real Claude Code CLI against the scripted model) starts a long-lived child in a
+session of its own (``setsid``), so no signal to a process or a group reaches the whole tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from scaffold.modelserver import ScriptedModelServer, load_script
+from scaffold.workspaces.owners import MARK_SUFFIX
+from tests.support.agents import ANTHROPIC_KEY, require_cli
+from tests.support.factories import TaskFactory
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+
+
+def processes(match: Callable[[bytes, bytes], bool]) -> list[int]:
+    """Live (not zombie) processes whose (cmdline, environ) *match*."""
+    found = []
+    for name in os.listdir("/proc"):  # noqa: PTH208 (thousands of plain names)
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:  # noqa: PTH123
+                if handle.read().rsplit(b")", 1)[-1].split()[0] in (b"Z", b"X"):
+                    continue
+            with open(f"/proc/{name}/cmdline", "rb") as handle:  # noqa: PTH123
+                cmdline = handle.read()
+            with open(f"/proc/{name}/environ", "rb") as handle:  # noqa: PTH123
+                environ = handle.read()
+        except OSError:
+            continue
+        if match(cmdline, environ):
+            found.append(int(name))
+    return found
+
+
+RUN_LOG: dict[int, Path] = {}
+"""Where each run started by :func:`start_run` writes its output, by pid."""
+
+
+def with_token(token: str) -> Callable[[bytes, bytes], bool]:
+    return lambda cmdline, _environ: token.encode() in cmdline
+
+
+def in_workspaces(root: Path) -> Callable[[bytes, bytes], bool]:
+    """Processes of a local workspace under *root*: its marker in their environment."""
+    marker = f"COMET_WORKSPACE={root}".encode()
+    return lambda _cmdline, environ: any(entry.startswith(marker) for entry in environ.split(b"\0"))
+
+
+def supervisor_of(pid: int) -> Callable[[bytes, bytes], bool]:
+    return lambda cmdline, _environ: (
+        b"scaffold.workspaces.supervisor" in cmdline and cmdline.split(b"\0")[4:5] == [str(pid).encode()]
+    )
+
+
+def wait_for(condition: Callable[[], object], what: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """Until *condition*; a failure (with the run's output) when the run ends first or time runs out."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            log = RUN_LOG.get(proc.pid)
+            output = log.read_text(errors="replace") if log else ""
+            pytest.fail(f"the run ended before {what}:\n{output}")
+        assert time.monotonic() < deadline, f"no {what} after {timeout:g}s"
+        time.sleep(0.05)
+
+
+def gone_within(match: Callable[[bytes, bytes], bool], seconds: float) -> list[int]:
+    """Poll /proc for up to *seconds*; the processes still matching then (empty: all gone in time)."""
+    deadline = time.monotonic() + seconds
+    while (left := processes(match)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return left
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def hanging_solution(token: str) -> str:
+    """An agent that starts a child in a new session, then works on (both long-lived)."""
+    sleep = "python3 -c 'import time; time.sleep(600)'"
+    return f"setsid {sleep} {token}-escaped > /dev/null 2>&1 &\n{sleep} {token}-agent\n"
+
+
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private TMPDIR for the runs (and this process): ``<it>/comet-eval`` is their state root."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() caches its first answer
+    yield tmp
+
+
+def start_run(cwd: Path, *options: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A pytest run of the plugin in *cwd*, its output in ``<cwd>/run.log``."""
+    argv = [sys.executable, "-m", "pytest", "local/tests", "-p", "no:cacheprovider", "-q", *options]
+    with (cwd / "run.log").open("wb") as log:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    RUN_LOG[proc.pid] = cwd / "run.log"
+    return proc
+
+
+def owned(root: Path) -> list[Path]:
+    """What the harness made under *root*: the owner marks, the trial workspaces, the HOMEs."""
+    marks = [*root.glob("*" + MARK_SUFFIX), *root.glob("*/*" + MARK_SUFFIX)]
+    workspaces = [p for p in root.glob("*/hangs-*") if p.is_dir()]
+    return sorted([*marks, *workspaces, *root.glob(".comet-tmp/*")])
+
+
+@pytest.mark.slow
+def test_a_sigkilled_run_takes_the_agent_and_its_escaped_child_with_it(
+    suite: TaskFactory, pytester: pytest.Pytester, scratch: Path
+) -> None:
+    token = f"comet-orphan-{uuid.uuid4().hex}"
+    suite.task("hangs", solve=hanging_solution(token), environment={"timeout_sec": 300})
+    proc = start_run(pytester.path, "--task=hangs")
+    try:
+        wait_for(lambda: len(processes(with_token(token))) == 2, "agent and escaped child", proc)
+        proc.kill()
+        proc.wait()
+        left = gone_within(with_token(token), 2.0)
+        assert left == [], f"agent processes outlived the harness by 2 s: {left}"
+        # The supervisor also removed the killed trial's workspace (and the validation helpers' folder).
+        root = scratch / "comet-eval"
+        deadline = time.monotonic() + 2.0
+        while owned(root) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert owned(root) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_all(processes(with_token(token)))
+
+
+@pytest.mark.slow
+def test_successive_killed_runs_leave_no_pile_up(suite: TaskFactory, pytester: pytest.Pytester, scratch: Path) -> None:
+    """Each run is SIGKILLed together with its supervisor (``kill -9`` of everything but the agents): the
+    next session's start ends the dead run's agents and removes its folders."""
+    prefix = f"comet-pileup-{uuid.uuid4().hex}"
+    root = scratch / "comet-eval"
+    left_by_last: list[Path] = []
+    try:
+        for run in range(3):
+            token = f"{prefix}-{run}"  # this run's agents, told apart from the ones the last run left
+            suite.task("hangs", solve=hanging_solution(token), environment={"timeout_sec": 300})
+            proc = start_run(pytester.path, "--task=hangs", f"--experiment-id=kill-{run}")
+            try:
+                mine = with_token(token)
+                wait_for(lambda: len(processes(mine)) == 2, "agent and escaped child", proc)  # noqa: B023
+                # This session started, so what the previous one left is gone, its agents with it.
+                assert not any(path.exists() for path in left_by_last), owned(root)
+                assert processes(with_token(f"{prefix}-{run - 1}")) == []
+                supervisor = processes(supervisor_of(proc.pid))
+                assert len(supervisor) == 1
+                kill_all([proc.pid, *supervisor])
+                proc.wait()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            left_by_last = owned(root)
+            assert any(p.name.startswith("hangs-") for p in left_by_last)  # the sweep had something to do
+        from scaffold.workspaces.backends import create_backend
+
+        create_backend("local", workspace_root=root).close()  # the next session's start
+        assert owned(root) == []
+        assert processes(with_token(prefix)) == []
+    finally:
+        kill_all(processes(with_token(prefix)))
+
+
+CLAUDE_SCRIPT = """
+responses:
+  - tool_calls:
+      - name: Bash
+        input:
+          command: >-
+            setsid python3 -c 'import time; time.sleep(600)' {token}-escaped > /dev/null 2>&1 &
+            python3 -c 'import time; time.sleep(600)' {token}-bash
+          description: "Work for a while"
+          timeout: 600000
+  - text: "Done."
+fallback_text: "OK"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.agent_cli
+def test_a_sigkilled_run_takes_claude_code_and_its_shells_with_it(
+    suite: TaskFactory, pytester: pytest.Pytester, scratch: Path
+) -> None:
+    bin_dir = require_cli("claude")
+    token = f"comet-claude-orphan-{uuid.uuid4().hex}"
+    suite.task("hangs", environment={"timeout_sec": 300})
+    script = pytester.path / "script.yaml"
+    script.write_text(CLAUDE_SCRIPT.replace("{token}", token))
+    root = scratch / "comet-eval"
+    with ScriptedModelServer(load_script(script)) as server:
+        env = {
+            **os.environ,
+            "PATH": bin_dir + os.pathsep + os.environ["PATH"],
+            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+            "ANTHROPIC_BASE_URL": server.url,
+            "BENCH_CC_MODEL": "claude-sonnet-4-5",
+        }
+        proc = start_run(pytester.path, "--task=hangs", "--agent=claude-code", env=env)
+        try:
+            wait_for(lambda: len(processes(with_token(token))) >= 2, "claude's shell and its escaped child", proc)
+            assert processes(lambda c, e: b"claude" in c and in_workspaces(root)(c, e)), "claude itself runs"
+            proc.kill()
+            proc.wait()
+            left = gone_within(in_workspaces(root), 2.0) + gone_within(with_token(token), 0.0)
+            assert left == [], f"agent processes outlived the harness by 2 s: {left}"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            kill_all(processes(with_token(token)) + processes(in_workspaces(root)))
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_killed_docker_runs_workspace_and_control_folder_go_at_the_next_start(
+    docker_base_image: str, suite: TaskFactory, pytester: pytest.Pytester, scratch: Path
+) -> None:
+    suite.task("hangs", solve="echo started > started.txt; sleep 300\n", environment={"timeout_sec": 300})
+    root = scratch / "comet-eval"
+    proc = start_run(pytester.path, "--task=hangs", "--backend=docker")
+    try:
+        wait_for(lambda: list(root.glob("*/hangs-*/started.txt")), "the agent's first file", proc)
+        proc.kill()
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert [p.parent.name for p in root.glob(".comet-ctl/*" + MARK_SUFFIX)]  # what the kill left
+    assert any(p.name.startswith("hangs-") for p in owned(root))
+    from scaffold.workspaces.backends import create_backend
+
+    create_backend("docker", workspace_root=root).close()  # the next session's start
+    assert owned(root) == []
+    assert list(root.glob(".comet-ctl/*")) == []
+
+
+def test_destroying_a_workspace_ends_what_its_agent_left_running(factory: TaskFactory, tmp_path: Path) -> None:
+    """Ctrl-C mid-agent: the runner destroys the workspace before validation ever began; an escaped child
+    (its own session) ends with it, as strict validation would have ended it."""
+    from scaffold.tasks import load_catalog
+    from scaffold.workspaces.local import LocalBackend
+
+    factory.task("t")
+    task = load_catalog([factory.tasks_dir]).tasks["t"]
+    token = f"comet-destroyed-{uuid.uuid4().hex}"
+    backend = LocalBackend(tmp_path / "ws")
+    try:
+        workspace = backend.create(task, "exp/t-CONTROL-r1")
+        # The command returns once the child runs in its own session (the end of the command kills its group).
+        child = f"python3 -c \"open('started', 'w').close(); import time; time.sleep(600)\" {token}"
+        workspace.exec(
+            ["sh", "-c", f"setsid {child} > /dev/null 2>&1 & while [ ! -e started ]; do sleep 0.01; done"],
+            timeout=60,
+            env={},
+            stdout_path=tmp_path / "out.log",
+            stderr_path=tmp_path / "err.log",
+        )
+        assert processes(with_token(token))
+        backend.destroy(workspace, keep=False)
+        assert processes(with_token(token)) == []
+    finally:
+        kill_all(processes(with_token(token)))
+        backend.close()
