@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
+import signal
+import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from importlib import metadata
@@ -256,6 +259,7 @@ class _XdistHooks:
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = plugin_state(node.config).experiment_id()
+        node.workerinput[CONTROLLER_KEY] = os.getpid()
 
     @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
@@ -321,12 +325,38 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 
 # --- fixtures -----------------------------------------------------------------------------------------
 
+CONTROLLER_KEY: Final = "comet_controller_pid"
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _end_with_controller(controller: int | None) -> None:
+    """Make this pytest-xdist worker die the moment its controller does, even by SIGKILL.
+
+    Without it a worker outlives a SIGKILLed controller by seconds (until execnet notices its channel
+    closed), and so do its agents: the local backend's supervisor acts when the *worker* dies. The kernel's
+    parent-death signal closes that gap. Its known trap, firing when the forking *thread* ends, does not
+    apply: execnet starts workers from the controller's main thread. Only comet sessions' workers get it
+    (this runs in the runner fixture), and only on Linux; elsewhere the worker ends when execnet notices.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if controller is not None and os.getppid() != controller:
+        os.kill(os.getpid(), signal.SIGKILL)  # the controller died before the signal was armed
+
 
 @pytest.fixture(scope="session")
 def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     """The trial runner of this process (one per pytest-xdist worker)."""
     state = plugin_state(request.config)
     workerinput = getattr(request.config, "workerinput", None)
+    if workerinput is not None:
+        _end_with_controller(workerinput.get(CONTROLLER_KEY))
     runner = state.use(lambda: state.session.open_runner(workerinput["workerid"] if workerinput else "main"))
     try:
         yield runner

@@ -153,6 +153,28 @@ def test_a_sigkilled_run_takes_the_agent_and_its_escaped_child_with_it(
 
 
 @pytest.mark.slow
+def test_a_sigkilled_xdist_controller_takes_its_workers_agents_with_it(
+    suite: TaskFactory, pytester: pytest.Pytester, scratch: Path
+) -> None:
+    """``-n``: only the controller is SIGKILLed. Its worker dies with it (the parent-death signal the
+    plugin arms), and the worker's supervisor ends the agents, within the same 2 s."""
+    token = f"comet-orphan-xdist-{uuid.uuid4().hex}"
+    suite.task("hangs", solve=hanging_solution(token), environment={"timeout_sec": 300})
+    proc = start_run(pytester.path, "--task=hangs", "-n", "1")
+    try:
+        wait_for(lambda: len(processes(with_token(token))) == 2, "agent and escaped child", proc)
+        proc.kill()
+        proc.wait()
+        left = gone_within(with_token(token), 2.0)
+        assert left == [], f"agent processes outlived the xdist controller by 2 s: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_all(processes(with_token(token)))
+
+
+@pytest.mark.slow
 def test_successive_killed_runs_leave_no_pile_up(suite: TaskFactory, pytester: pytest.Pytester, scratch: Path) -> None:
     """Each run is SIGKILLed together with its supervisor (``kill -9`` of everything but the agents): the
     next session's start ends the dead run's agents and removes its folders."""
