@@ -174,6 +174,28 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         choices=("failed", "all", "none"),
         help="which trials' workspaces to keep (default: failed)",
     )
+    add(
+        "--eval-manifest",
+        default=None,
+        metavar="PATH",
+        help="a skill's comet/eval.yaml: run its tasks (or --quick / --task) under CONTROL and the skill, "
+        "and let its quality gates decide the exit status",
+    )
+    add("--quick", action="store_true", default=False, help="with --eval-manifest: run generic-skill-smoke only")
+    add(
+        "--project-root",
+        default=None,
+        metavar="DIR",
+        help="with --eval-manifest: where run files go (DIR/.comet/eval/...; default: the skill package)",
+    )
+    add(
+        "--judge-agent",
+        default=None,
+        metavar="NAME",
+        help="the rubric judge's agent (recorded; judging: a later release)",
+    )
+    add("--judge-model", default=None, metavar="NAME", help="the rubric judge's model (recorded)")
+    add("--judge-base-url", default=None, metavar="URL", help="the rubric judge's API base URL (recorded)")
 
 
 class _OptionAdder:
@@ -321,6 +343,7 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state.use(session.gates)  # so do bad --gate expressions
     state.use(session.outputs)  # and report configurations
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
+    state.use(session.judge)  # and judge settings that are not an agent id or an http(s) URL
 
 
 # --- fixtures -----------------------------------------------------------------------------------------

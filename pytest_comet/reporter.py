@@ -47,6 +47,8 @@ class Reporter:
         self.report_error = ""
         self.unreadable: tuple[UnreadableRecord, ...] = ()
         self.identities: list[str] = []
+        self.quality: list[str] = []
+        """The eval.yaml quality gates' lines for the terminal (empty: no manifest or no quality gates)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -100,13 +102,29 @@ class Reporter:
         self.identities = [
             f"{r.name}: {identity_line(r.identity)}" for r in written.analysis.reports if r.identity is not None
         ]
-        if not gates:
+        if gates:
+            self.gate_results = evaluate_gates(gates, written.analysis)
+        quality_failed = self._quality(harness, written.analysis, experiment.root)
+        if not gates and not self.quality:
             return
-        self.gate_results = evaluate_gates(gates, written.analysis)
         # The gates answer only for sessions that ran; usage errors and interruptions keep their status.
         if ran:
             failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
+            failed = failed or quality_failed
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed or self.unreadable else pytest.ExitCode.OK
+
+    def _quality(self, harness: Any, analysis: Any, folder: Path) -> bool:
+        """An eval.yaml's quality gates: quality-gates.json beside the reports, a section of summary.md, the
+        terminal lines. True when they failed."""
+        manifest = harness.manifest()
+        if manifest is None or manifest.quality_gates.empty:
+            return False
+        from scaffold.skill_eval.report import write_quality
+
+        result = write_quality(manifest, analysis, self.gate_results, folder)
+        self.quality = [f"quality gates: {'PASS' if result.passed else 'FAIL'} ({folder / 'quality-gates.json'})"]
+        self.quality += [f"quality gate FAIL: {failure}" for failure in result.failures]
+        return not result.passed
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = plugin_state(self.config)
@@ -139,5 +157,7 @@ class Reporter:
             terminalreporter.write_line(
                 f"gate {mark}: {result.gate.expression}: {result.message}", green=result.passed, red=not result.passed
             )
+        for line in self.quality:
+            terminalreporter.write_line(line, green="PASS" in line, red="FAIL" in line)
         if state.verdicts["invalid"] and self.gate_results:
             terminalreporter.write_line("session fails: some items could not run (invalid tasks)", red=True)

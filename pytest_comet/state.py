@@ -83,6 +83,7 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         value = config.getoption(f"comet_{name}")
         return Path(value) if value else None
 
+    manifest = path("eval_manifest")
     return Options(
         root=config.rootpath,
         tasks_dirs=paths("tasks_dir"),
@@ -93,7 +94,8 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         tasks=tuple(config.getoption("comet_task")),
         treatments=tuple(config.getoption("comet_treatment")),
         count=_count(config),
-        agent=config.getoption("comet_agent") or environment.get("BENCH_EVAL_AGENT") or "oracle",
+        # With an eval.yaml the session decides (command line > manifest > environment > default).
+        agent=config.getoption("comet_agent") or ("" if manifest else environment.get("BENCH_EVAL_AGENT") or "oracle"),
         model=config.getoption("comet_model"),
         base_url=config.getoption("comet_base_url"),
         backend=config.getoption("comet_backend"),
@@ -107,6 +109,13 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         gates=tuple(config.getoption("comet_gate")),
         html=bool(config.getoption("comet_html")),
         report_config=path("report_config"),
+        manifest=manifest,
+        quick=bool(config.getoption("comet_quick")),
+        project_root=path("project_root"),
+        collect_only=bool(config.option.collectonly),
+        judge_agent=config.getoption("comet_judge_agent"),
+        judge_model=config.getoption("comet_judge_model"),
+        judge_base_url=config.getoption("comet_judge_base_url"),
     )
 
 

@@ -7,6 +7,8 @@
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
     comet agents list [--json]
     comet agents install [NAME ...] [--prefix DIR]
+    comet eval [TARGET] [options]     (scaffold.skill_eval.command; its own exit codes 0-3, see comet eval --help)
+    comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images build-base [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
                  [--allow-mixed]
@@ -144,6 +146,7 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     server.set_defaults(func=_model_server)
 
     _agents_commands(commands)
+    _eval_commands(commands)
 
     images = commands.add_parser("images", help="Docker images for the docker backend")
     image_commands = images.add_subparsers(title="images commands", metavar="COMMAND")
@@ -214,6 +217,44 @@ def _agents_commands(commands: Any) -> None:
     agents_install.add_argument("names", nargs="*", metavar="NAME", help="agents (default: the pinned built-ins)")
     agents_install.add_argument("--prefix", type=Path, default=None, metavar="DIR", help="install folder")
     agents_install.set_defaults(func=_agents_install)
+
+
+def _eval_commands(commands: Any) -> None:
+    from scaffold.skill_eval.command import add_eval_command
+
+    add_eval_command(commands)
+    env = commands.add_parser(
+        "env",
+        help="every setting comet-eval reads, its value and where it comes from; secrets masked",
+        description="The settings as a run resolves them: the process environment, then ~/.comet/eval/.env "
+        "(COMET_EVAL_HOME moves it), then the default. Credentials are shown as ******** (set) or 'not set', "
+        "never their value. Reads only: the file is created by the first comet eval run.",
+    )
+    env.add_argument("--json", action="store_true", help="print JSON")
+    env.set_defaults(func=_env)
+
+
+def _env(args: argparse.Namespace) -> int:
+    from scaffold.skill_eval.user_env import environment_report, sections, user_env_file
+
+    settings = environment_report()
+    file = user_env_file()
+    if args.json:
+        data = [s.as_json() for s in settings]
+        print(json.dumps({"file": str(file), "exists": file.is_file(), "settings": data}, indent=2))
+        return 0
+    state = "" if file.is_file() else " (not created yet: the first comet eval run creates it from the template)"
+    print(f"settings file: {file}{state}")
+    print("order: the process environment, then that file, then the default")
+    width = max(len(s.name) for s in settings)
+    for title, rows in sections(settings):
+        print(f"\n[{title}]")
+        for row in rows:
+            if row.source == "not set":
+                print(f"  {row.name:<{width}}  not set")
+            else:
+                print(f"  {row.name:<{width}}  {row.shown}  ({row.source})")
+    return 0
 
 
 def _dirs_arguments(parser: argparse.ArgumentParser) -> None:

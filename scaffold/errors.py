@@ -3,11 +3,13 @@
 CometError
 ├── LoadError (ValueError)        a task, index, treatment or adapter file is invalid
 │   ├── TaskError
-│   └── TreatmentError
+│   ├── TreatmentError
+│   └── ManifestError             a skill's eval.yaml (comet.eval/v1alpha1) is invalid
 ├── ProfileError (ValueError)     an unknown evaluation profile
 ├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
 ├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
+├── GenerationError (RuntimeError) comet eval could not generate a skill's tasks (exit 3)
 ├── RecordError (ValueError)      a trial record is unreadable or of another schema
 ├── ReportError (ValueError)      no records, shards that must not be merged, a bad report setting
 │   └── MixedError                treatments produced by different agents, models, backends, ...
@@ -23,8 +25,10 @@ __all__ = [
     "AgentError",
     "CometError",
     "GateError",
+    "GenerationError",
     "InputWarning",
     "LoadError",
+    "ManifestError",
     "MixedError",
     "Problem",
     "ProfileError",
@@ -74,6 +78,21 @@ class TaskError(LoadError):
 
 class TreatmentError(LoadError):
     """A treatments file is invalid."""
+
+
+class ManifestError(LoadError):
+    """A skill's evaluation manifest (eval.yaml) is invalid: every problem, each naming the file and path."""
+
+
+class GenerationError(CometError, RuntimeError):
+    """``comet eval`` could not generate tasks for a skill (twice an invalid answer, a failed generator agent).
+
+    ``report_path`` is the partial report written for it; ``comet eval`` exits 3 (no answer was produced).
+    """
+
+    def __init__(self, message: str, report_path: Path | None = None) -> None:
+        super().__init__(message)
+        self.report_path = report_path
 
 
 class ProfileError(CometError, ValueError):

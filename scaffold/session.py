@@ -20,20 +20,24 @@ plugin turns them into pytest usage errors, the CLI into exit status 2.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scaffold.agent_install import require_program
 from scaffold.agents import Agent, create_agent
 from scaffold.agents.credentials import load_environment
 from scaffold.cases import Broken, Case, parse_list, select_cases, unshown_problems
-from scaffold.errors import SelectionError
+from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.reports.gates import Gate, parse_gate
-from scaffold.tasks import TaskCatalog, load_catalog
+from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
     DYNAMIC_SKILL,
@@ -44,6 +48,9 @@ from scaffold.treatments import (
 )
 from scaffold.trial import KeepPolicy, Runner, Settings
 from scaffold.workspaces.backends import create_backend, sweep_crashed
+
+if TYPE_CHECKING:
+    from scaffold.skill_eval.manifest import Manifest
 
 __all__ = ["HarnessSession", "Options", "default_workspace_root", "task_folders", "treatment_folders"]
 
@@ -81,6 +88,24 @@ class Options:
     gates: tuple[str, ...] = ()
     html: bool = False
     report_config: Path | None = None
+    manifest: Path | None = None
+    """A skill's eval.yaml (``--eval-manifest``): its tasks, its skill as DYNAMIC_SKILL, its quality gates."""
+    quick: bool = False
+    """With a manifest: run generic-skill-smoke only."""
+    project_root: Path | None = None
+    """Where a manifest's run files go (``<it>/.comet/eval/...``); default: the skill package root."""
+    collect_only: bool = False
+    """Nothing is written (pytest's --collect-only): a manifest's tasks are validated in memory."""
+    judge_agent: str | None = None
+    """The judge settings: validated and recorded in the experiment's configuration only (for now)."""
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+
+
+BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
+"""The built-in tasks (the suite's): what a manifest's recommendedTasks and --quick name."""
+QUICK_TASK = "generic-skill-smoke"
+_AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{1,31}$")
 
 
 def task_folders(root: Path, given: Sequence[Path] = ()) -> list[Path]:
@@ -119,6 +144,149 @@ class HarnessSession:
         self._experiment: Experiment | None = None
         self._gates: tuple[Gate, ...] | None = None
         self._outputs: ReportOutputs | None = None
+        self._manifest: Manifest | None = None
+        self._resolved: Options | None = None
+        self._patterns: list[str] = []
+
+    # -- an eval.yaml
+
+    def manifest(self) -> Manifest | None:
+        """The ``--eval-manifest``, loaded and validated (ManifestError listing every problem), else None."""
+        if self.options.manifest is None:
+            return None
+        if self._manifest is None:
+            from scaffold.skill_eval.manifest import load_manifest
+
+            self._manifest = load_manifest(self.options.manifest, builtin_tasks=self._builtin_names())
+        return self._manifest
+
+    def _builtin_dirs(self) -> list[Path]:
+        if self.options.tasks_dirs:
+            return task_folders(self.options.root, self.options.tasks_dirs)
+        default = self.options.root / "local" / "tasks"
+        return [default if default.is_dir() else BUILTIN_TASKS_DIR]
+
+    def _builtin_names(self) -> list[str]:
+        return load_catalog(self._builtin_dirs()).names()
+
+    def owner(self) -> Path:
+        """The folder a manifest's run files go under: --project-root, else the skill package root."""
+        manifest = self.manifest()
+        base = self.options.project_root or (manifest.skill.root if manifest else self.options.root)
+        return base.absolute()
+
+    def eval_tasks_dir(self) -> Path:
+        """Where a manifest's tasks are written: the experiment's own ``tasks/`` folder (so an experiment
+        folder holds the tasks its trials ran, wherever ``--out`` puts it)."""
+        return self.experiment().root / "tasks"
+
+    @property
+    def resolved(self) -> Options:
+        """The options with the manifest's settings filled in where the command line left them unset
+        (command line > manifest > environment > default): agent, model, base URL, report configuration,
+        the skill as DYNAMIC_SKILL. Without a manifest: the options as given."""
+        if self._resolved is None:
+            options, manifest = self.options, self.manifest()
+            if manifest is not None:
+                options = dataclasses.replace(
+                    options,
+                    agent=options.agent
+                    or manifest.execution.agent
+                    or self._environ.get("BENCH_EVAL_AGENT")
+                    or "oracle",
+                    model=options.model or manifest.execution.model,
+                    base_url=options.base_url or manifest.execution.base_url,
+                    report_config=options.report_config or manifest.reporting.config,
+                    judge_agent=options.judge_agent or manifest.judge.agent,
+                    judge_model=options.judge_model or manifest.judge.model,
+                    judge_base_url=options.judge_base_url or manifest.judge.base_url,
+                    skill_path=manifest.skill.root,
+                    skill_name=manifest.skill.name,
+                )
+            elif not options.agent:
+                options = dataclasses.replace(options, agent=self._environ.get("BENCH_EVAL_AGENT") or "oracle")
+            self._resolved = options
+        return self._resolved
+
+    def _manifest_tasks(self) -> tuple[list[str], TaskCatalog]:
+        """The task patterns a manifest selects (--task > --quick > its tasks and recommendedTasks > generated)
+        and the catalog holding them."""
+        from scaffold.skill_eval.materialize import builtin_environment, plan_tasks, write_tasks
+
+        manifest = self.manifest()
+        assert manifest is not None
+        options = self.options
+        builtin_dirs = self._builtin_dirs()
+        builtin = load_catalog(builtin_dirs)
+        if options.tasks:
+            patterns = list(parse_list(options.tasks))
+        elif options.quick:
+            patterns = [QUICK_TASK]
+        elif manifest.tasks or manifest.recommended_tasks:
+            # The manifest's own tasks run together with its recommended built-in ones (the seed merges
+            # them; names may not collide): both are what the author declared. Only a manifest declaring
+            # neither has its tasks generated.
+            patterns = [*manifest.task_names, *manifest.recommended_tasks]
+        else:
+            manifest = self._generated(manifest)
+            self._manifest = manifest
+            patterns = list(manifest.task_names)
+        dest = self.eval_tasks_dir()
+        if not manifest.tasks:
+            return patterns, builtin
+        environment = builtin_environment([*builtin_dirs, BUILTIN_TASKS_DIR])
+        own: Mapping[str, Task]
+        broken: Mapping[str, tuple[Problem, ...]] = {}
+        if options.collect_only:
+            own = plan_tasks(manifest, None, dest, environment=environment)
+        else:
+            written = load_catalog([write_tasks(manifest, None, dest, environment=environment)])
+            own, broken = written.tasks, written.broken
+        merged = TaskCatalog(
+            tasks=dict(sorted({**builtin.tasks, **own}.items())),
+            broken={**builtin.broken, **broken},
+            general=builtin.general,
+            dirs=(*builtin.dirs, dest),
+            partial=builtin.partial,
+        )
+        return patterns, merged
+
+    def _generated(self, manifest: Manifest) -> Manifest:
+        """A manifest declaring no task: the generated tasks (scaffold.skill_eval.generated), from the cache,
+        generated first on a miss, except under --collect-only, which never generates."""
+        from scaffold.skill_eval import generated
+        from scaffold.skill_eval.generator import GeneratorSettings
+
+        options, names = self.resolved, self._builtin_names()
+        owner = self.owner()
+        hit = generated.cached(
+            manifest,
+            owner=owner,
+            agent=options.agent,
+            model=options.model,
+            base_url=options.base_url,
+            builtin_tasks=names,
+        )
+        if hit is None and options.collect_only:
+            raise SelectionError(
+                f"{manifest.file}: declares no task and no generated tasks are cached for these settings; "
+                "a normal run (without --collect-only) generates them first"
+            )
+        if hit is None:
+            settings = GeneratorSettings(
+                agent=options.agent, model=options.model, base_url=options.base_url, backend=options.backend
+            )
+            hit = generated.ensure_generated(
+                manifest,
+                owner=owner,
+                settings=settings,
+                builtin_tasks=names,
+                env=self._environ,
+                experiment_id=self.experiment_id(),
+                html_report=options.html,
+            )
+        tasks = generated.load_generated(hit, builtin_tasks=names).tasks
+        return dataclasses.replace(manifest, tasks=tasks)
 
     # -- what to run
 
@@ -128,6 +296,17 @@ class HarnessSession:
     def catalogs(self) -> tuple[TaskCatalog, TreatmentCatalog]:
         """The tasks and treatments; SelectionError when there is no tasks folder at all. Broken tasks are
         not errors here: each becomes one failing case that shows its problems."""
+        if self._catalogs is None and self.options.manifest is not None:
+            options = self.resolved
+            self._patterns, tasks = self._manifest_tasks()
+            tasks_dirs = list(tasks.dirs)
+            treatments = load_treatments(
+                treatment_folders(self._builtin_dirs(), options.treatments_dirs),
+                skill_bases=parse_skill_bases(options.skill_bases),
+            )
+            assert options.skill_path is not None
+            treatments = treatments.with_treatment(dynamic_treatment(options.skill_path, options.skill_name))
+            self._catalogs = (tasks, treatments)
         if self._catalogs is None:
             options = self.options
             tasks_dirs = self.task_folders()
@@ -150,11 +329,11 @@ class HarnessSession:
         """Every case to run, sorted: the same list in every process of the session."""
         if self._cases is None:
             tasks, treatments = self.catalogs()
-            options = self.options
+            options = self.resolved
             self._cases = select_cases(
                 tasks,
                 treatments,
-                task_patterns=parse_list(options.tasks),
+                task_patterns=self._patterns if options.manifest is not None else parse_list(options.tasks),
                 treatment_patterns=parse_list(options.treatments),
                 count=options.count,
                 # --skill-path asks one question, does this skill help: CONTROL against DYNAMIC_SKILL only,
@@ -177,7 +356,7 @@ class HarnessSession:
         credential or a CLI not installed where the run will look (scaffold.agent_install) fails here,
         before any workspace exists."""
         if self._agent is None:
-            options = self.options
+            options = self.resolved
             agent = create_agent(options.agent, self._environ, model=options.model, base_url=options.base_url)
             require_program(agent, options.backend, self._environ)  # a missing CLI: a usage error, not N errors
             self._agent = agent
@@ -191,12 +370,13 @@ class HarnessSession:
 
     def experiment(self) -> Experiment:
         if self._experiment is None:
-            logs = self.options.logs_dir or self.options.root / "local" / "logs"
+            default = self.owner() / ".comet" / "eval" / "runs" if self.options.manifest else None
+            logs = self.options.logs_dir or default or self.options.root / "local" / "logs"
             self._experiment = Experiment.under(logs, self.experiment_id())
         return self._experiment
 
     def settings(self) -> Settings:
-        options = self.options
+        options = self.resolved
         return Settings(
             backend=options.backend,
             agent=options.agent,
@@ -204,7 +384,30 @@ class HarnessSession:
             model=options.model,
             keep_workspaces=options.keep_workspaces,
             rerun_errors=options.rerun_errors,
+            judge=self.judge(),
         )
+
+    def judge(self) -> tuple[tuple[str, str], ...]:
+        """The judge settings to record: (key, value) pairs of those set, the base URL without credentials;
+        a malformed one is a SelectionError here, before any trial."""
+        options = self.resolved
+        out: list[tuple[str, str]] = []
+        if options.judge_agent:
+            if not _AGENT_ID.match(options.judge_agent):
+                raise SelectionError(
+                    f"judge agent {options.judge_agent!r}: an agent id is a lowercase letter, then 1-31 lowercase "
+                    "letters, digits or '-'"
+                )
+            out.append(("agent", options.judge_agent))
+        if options.judge_model:
+            out.append(("model", options.judge_model))
+        if options.judge_base_url:
+            parts = urlsplit(options.judge_base_url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise SelectionError("judge base URL: must be an absolute http(s) URL (e.g. https://api.example.com)")
+            port = f":{parts.port}" if parts.port else ""
+            out.append(("base_url", f"{parts.scheme}://{parts.hostname}{port}{parts.path}"))
+        return tuple(out)
 
     def open_runner(self, worker: str = "main") -> Runner:
         """The trial runner of this process, with a new backend whose network policy follows the agent's
@@ -226,13 +429,15 @@ class HarnessSession:
     def gates(self) -> tuple[Gate, ...]:
         """The ``--gate`` expressions, parsed (a bad one is a GateError before any trial runs)."""
         if self._gates is None:
-            self._gates = tuple(parse_gate(expression) for expression in self.options.gates)
+            manifest = self.manifest()
+            extra = manifest.quality_gates.gates if manifest is not None else ()
+            self._gates = tuple(parse_gate(expression) for expression in (*self.options.gates, *extra))
         return self._gates
 
     def outputs(self) -> ReportOutputs:
         """Which reports to write: ``--html``, ``--report-config``, ``$COMET_EVAL_REPORT_CONFIG``."""
         if self._outputs is None:
-            config = self.options.report_config
+            config = self.resolved.report_config
             self._outputs = resolve_outputs(html=self.options.html, config_file=config, environ=self._environ)
         return self._outputs
 

@@ -48,6 +48,9 @@ class Settings:
     model: str | None = None
     keep_workspaces: KeepPolicy = "failed"
     rerun_errors: bool = False
+    judge: tuple[tuple[str, str], ...] = ()
+    """The judge settings (agent, model, base URL without credentials) when any is set: recorded in each
+    trial's configuration; the judge itself comes in a later release."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,8 @@ class Runner:
                 "agent_s": task.spec.environment.timeout_sec,
                 "validation_s": task.spec.validation.timeout,
             },
+            # Only when set, so the configuration (and its hash) of every other session is unchanged.
+            **({"judge": dict(self.settings.judge)} if self.settings.judge else {}),
         }
 
     def run(self, case: Case) -> TrialResult:

@@ -53,6 +53,9 @@ IO_MODULES = (
     "scaffold.modelserver.server",
     "scaffold.modelserver.__main__",
     "comet_engine.skills.cli",
+    "scaffold.skill_eval.generator",  # runs the generator agent in a workspace of a backend
+    "scaffold.skill_eval.generated",  # generates on a cache miss
+    "scaffold.skill_eval.command",  # comet eval: runs the pytest session in-process
 )
 
 

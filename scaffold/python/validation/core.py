@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import traceback
@@ -23,7 +24,7 @@ from typing import Any
 
 RESULTS_FILE = "_test_results.json"
 
-__all__ = ["RESULTS_FILE", "run_checks", "write_test_results"]
+__all__ = ["RESULTS_FILE", "json_path_lookup", "json_path_steps", "run_checks", "write_test_results"]
 
 
 def write_test_results(results: Mapping[str, Any], path: str | os.PathLike[str] = RESULTS_FILE) -> Path:
@@ -74,3 +75,56 @@ def run_checks(
         mark = "PASS" if entry["status"] == "passed" else "FAIL"
         print(f"{mark} {entry['name']}" + (f": {entry['reason']}" if entry["reason"] else ""), file=sys.stderr)
     return 1 if failed else 0
+
+
+# The JSON path dialect of eval.yaml's ``expect.json``: a small subset of JSONPath, written here (standard
+# library only) because it must run inside any task container, where no JSONPath library is installed,
+# and because one implementation serves both the manifest's validation and the checks. Wildcards,
+# filters, slices and recursive descent are left out on purpose: an expect names ONE value to compare.
+#     $                 the whole document
+#     .name             a member (letters, digits, _ and -, not starting with a digit or -)
+#     ['any key']       a member by any name (single or double quotes; the quote itself cannot appear)
+#     [3]  [-1]         an array element (negative counts from the end)
+_JSON_STEP = re.compile(
+    r"""\.(?P<name>[A-Za-z_][A-Za-z0-9_-]*)|\[(?P<index>-?[0-9]+)\]|\['(?P<sq>[^']*)'\]|\["(?P<dq>[^"]*)"\]"""
+)
+
+
+def json_path_steps(path: str) -> list[str | int]:
+    """The steps of *path* (member names and indexes); ValueError saying what is allowed if it is not one."""
+    if not path.startswith("$"):
+        raise ValueError(f"JSON path {path!r} must start with '$'")
+    steps: list[str | int] = []
+    at = 1
+    while at < len(path):
+        m = _JSON_STEP.match(path, at)
+        if m is None:
+            raise ValueError(
+                f"JSON path {path!r} is not understood at {path[at:]!r}; "
+                "allowed steps: .name, ['any key'], [index] (e.g. $.items[0].title)"
+            )
+        if m["index"] is not None:
+            steps.append(int(m["index"]))
+        else:
+            steps.append(next(g for g in (m["name"], m["sq"], m["dq"]) if g is not None))
+        at = m.end()
+    return steps
+
+
+def json_path_lookup(document: Any, path: str) -> Any:
+    """The value at *path* in *document*; LookupError naming the step that finds nothing."""
+    value = document
+    walked = "$"
+    for step in json_path_steps(path):
+        if isinstance(step, int):
+            if not isinstance(value, list) or not -len(value) <= step < len(value):
+                size = f"an array of {len(value)}" if isinstance(value, list) else type(value).__name__
+                raise LookupError(f"{walked}[{step}] does not exist ({walked} is {size})")
+            value = value[step]
+            walked += f"[{step}]"
+        else:
+            if not isinstance(value, dict) or step not in value:
+                raise LookupError(f"{walked} has no member {step!r}")
+            value = value[step]
+            walked += f".{step}" if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", step) else f"[{step!r}]"
+    return value

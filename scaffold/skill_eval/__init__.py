@@ -1,0 +1,1 @@
+"""``comet eval``: evaluate one skill in one command (manifests, generated tasks, the user's .env)."""
