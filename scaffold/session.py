@@ -37,6 +37,7 @@ from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.reports.gates import Gate, parse_gate
+from scaffold.skill_eval.resolve import Choice, Explicit, resolve_settings, select_tasks
 from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
@@ -104,7 +105,6 @@ class Options:
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
 """The built-in tasks (the suite's): what a manifest's recommendedTasks and --quick name."""
-QUICK_TASK = "generic-skill-smoke"
 _AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{1,31}$")
 
 
@@ -182,35 +182,50 @@ class HarnessSession:
 
     @property
     def resolved(self) -> Options:
-        """The options with the manifest's settings filled in where the command line left them unset
-        (command line > manifest > environment > default): agent, model, base URL, report configuration,
-        the skill as DYNAMIC_SKILL. Without a manifest: the options as given."""
+        """The options with the manifest's settings filled in where the command line left them unset, by
+        the one precedence of scaffold.skill_eval.resolve (command line > manifest > environment > default):
+        the agent, and the model, base URL, report configuration and judge the command line or manifest
+        declare (each agent reads its own variables, scaffold.reports.config its own); with a manifest,
+        its skill as DYNAMIC_SKILL."""
         if self._resolved is None:
             options, manifest = self.options, self.manifest()
+            settings = resolve_settings(manifest, self._explicit(), self._environ, default_agent="oracle")
+            judge = settings.judge or (Choice(None, "default"),) * 3
+            options = dataclasses.replace(
+                options,
+                agent=str(settings.agent.value),
+                model=settings.model.declared,
+                base_url=settings.base_url.declared,
+                report_config=Path(config) if (config := settings.report_config.declared) else None,
+                judge_agent=judge[0].declared,
+                judge_model=judge[1].declared,
+                judge_base_url=judge[2].declared,
+            )
             if manifest is not None:
-                options = dataclasses.replace(
-                    options,
-                    agent=options.agent
-                    or manifest.execution.agent
-                    or self._environ.get("BENCH_EVAL_AGENT")
-                    or "oracle",
-                    model=options.model or manifest.execution.model,
-                    base_url=options.base_url or manifest.execution.base_url,
-                    report_config=options.report_config or manifest.reporting.config,
-                    judge_agent=options.judge_agent or manifest.judge.agent,
-                    judge_model=options.judge_model or manifest.judge.model,
-                    judge_base_url=options.judge_base_url or manifest.judge.base_url,
-                    skill_path=manifest.skill.root,
-                    skill_name=manifest.skill.name,
-                )
-            elif not options.agent:
-                options = dataclasses.replace(options, agent=self._environ.get("BENCH_EVAL_AGENT") or "oracle")
+                options = dataclasses.replace(options, skill_path=manifest.skill.root, skill_name=manifest.skill.name)
             self._resolved = options
         return self._resolved
 
+    def _explicit(self) -> Explicit:
+        """What the command line set, as scaffold.skill_eval.resolve takes it."""
+        options = self.options
+        return Explicit(
+            tasks=options.tasks,
+            quick=options.quick,
+            agent=options.agent,
+            model=options.model,
+            base_url=options.base_url,
+            judge_agent=options.judge_agent,
+            judge_model=options.judge_model,
+            judge_base_url=options.judge_base_url,
+            profile=options.profile,
+            report_config=str(options.report_config) if options.report_config else None,
+            backend=options.backend,
+        )
+
     def _manifest_tasks(self) -> tuple[list[str], TaskCatalog]:
-        """The task patterns a manifest selects (--task > --quick > its tasks and recommendedTasks > generated)
-        and the catalog holding them."""
+        """The task patterns a manifest selects (scaffold.skill_eval.resolve.select_tasks) and the catalog
+        holding them."""
         from scaffold.skill_eval.materialize import builtin_environment, plan_tasks, write_tasks
 
         manifest = self.manifest()
@@ -218,19 +233,15 @@ class HarnessSession:
         options = self.options
         builtin_dirs = self._builtin_dirs()
         builtin = load_catalog(builtin_dirs)
-        if options.tasks:
-            patterns = list(parse_list(options.tasks))
-        elif options.quick:
-            patterns = [QUICK_TASK]
-        elif manifest.tasks or manifest.recommended_tasks:
-            # The manifest's own tasks run together with its recommended built-in ones (the seed merges
-            # them; names may not collide): both are what the author declared. Only a manifest declaring
-            # neither has its tasks generated.
-            patterns = [*manifest.task_names, *manifest.recommended_tasks]
-        else:
-            manifest = self._generated(manifest)
-            self._manifest = manifest
-            patterns = list(manifest.task_names)
+
+        declared = manifest
+
+        def generated() -> Sequence[str]:
+            self._manifest = self._generated(declared)
+            return self._manifest.task_names
+
+        patterns = list(select_tasks(declared, self._explicit(), builtin.names(), generated).patterns)
+        manifest = self._manifest or declared
         dest = self.eval_tasks_dir()
         if not manifest.tasks:
             return patterns, builtin

@@ -56,6 +56,7 @@ IO_MODULES = (
     "scaffold.skill_eval.generator",  # runs the generator agent in a workspace of a backend
     "scaffold.skill_eval.generated",  # generates on a cache miss
     "scaffold.skill_eval.command",  # comet eval: runs the pytest session in-process
+    "scaffold.skill_eval.planner",  # checks the agent's program (agent_install) and reads the generated cache
 )
 
 

@@ -21,7 +21,9 @@ from scaffold.cli import main
 from scaffold.errors import GenerationError
 from scaffold.record_files import write_record
 from scaffold.skill_eval import command
-from scaffold.skill_eval.command import EXIT_NO_ANSWER, EXIT_OK, _finish, _Progress, plan_eval
+from scaffold.skill_eval.command import EXIT_NO_ANSWER, EXIT_OK, plan_eval
+from scaffold.skill_eval.outcome import finish
+from scaffold.skill_eval.progress import Progress
 from tests.scaffold.skill_eval.test_command_plan import INLINE, args, manifest_data, skill
 from tests.support.records import rec
 
@@ -142,7 +144,7 @@ def test_a_generation_failure_exits_3(
 def test_every_trial_excluded_or_errored_is_no_answer(tmp_path: Path) -> None:
     folder = skill(tmp_path / "skills", manifest_data())
     plan = plan_eval(args(folder, "--agent", "oracle"), process_env={"HOME": str(tmp_path)})
-    progress = _Progress(io.StringIO(), 2, plan.experiment_dir)
+    progress = Progress(io.StringIO(), 2, plan.experiment_dir)
     excluded = {"category": "excluded", "reason": "rate limit", "source": "structured", "evidence": {}}
     for i, record in enumerate(
         [
@@ -151,11 +153,11 @@ def test_every_trial_excluded_or_errored_is_no_answer(tmp_path: Path) -> None:
         ]
     ):
         progress.records.append(write_record(tmp_path / f"r{i}" / "record.json", record))
-    assert _finish(plan, 0, progress, None, io.StringIO()) == EXIT_NO_ANSWER
+    assert finish(plan, 0, progress, None, io.StringIO()) == EXIT_NO_ANSWER
     progress.records.append(
         write_record(tmp_path / "r9" / "record.json", rec("writes-summary", "CONTROL", 2, "failed"))
     )
-    assert _finish(plan, 1, progress, None, io.StringIO()) == EXIT_OK  # an answer, and no gate to fail
+    assert finish(plan, 1, progress, None, io.StringIO()) == EXIT_OK  # an answer, and no gate to fail
 
 
 def test_pytest_arguments_are_the_plugins_options(tmp_path: Path) -> None:
@@ -178,7 +180,7 @@ class _Terminal(io.StringIO):
 
 def test_progress_lines_and_the_live_line(tmp_path: Path) -> None:
     terminal = _Terminal()
-    progress = _Progress(terminal, 2, tmp_path)
+    progress = Progress(terminal, 2, tmp_path)
     node = "local/tests/test_tasks.py::test_task[writes-summary-CONTROL-r1]"
     progress.pytest_runtest_logstart(node, None)
     started = progress._running[node]
@@ -200,7 +202,7 @@ def test_progress_lines_and_the_live_line(tmp_path: Path) -> None:
     assert "\r\x1b[K[1/2] writes-summary-CONTROL-r1: failed  score 0.50  " in text  # the live line cleared first
     assert progress.live_line(started + 70) == ""  # nothing runs any more
     plain = io.StringIO()
-    quiet = _Progress(plain, 1, tmp_path)
+    quiet = Progress(plain, 1, tmp_path)
     quiet.pytest_runtest_logstart(node, None)
     quiet.pytest_runtest_logreport(report)
     assert "\x1b" not in plain.getvalue()  # not a terminal: the finished lines only
