@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +22,17 @@ def hash_json(value: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
-def hash_tree(root: Path) -> str:
+def hash_tree(root: Path, *, skip: Collection[str] = ()) -> str:
     """``sha256:<hex>`` over every file under *root*: relative path, executable bit and content.
 
     Symlinks are hashed by their target text, not followed, so a link cannot pull outside files in.
+    *skip* names top-level entries of *root* that are left out (a skill's ``.comet`` folder).
     """
     digest = hashlib.sha256()
-    for path in sorted(_files(root)):
+    files = _files(root)
+    if skip:
+        files = [p for p in files if p.relative_to(root).parts[0] not in skip]
+    for path in sorted(files):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
             digest.update(f"L {rel}\0{os.readlink(path)}\0".encode())

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from msgspec.structs import replace
 
@@ -36,6 +36,10 @@ from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 __all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult"]
 
 KeepPolicy = Literal["failed", "all", "none"]
+
+
+NOT_THE_SKILL: Final = frozenset({".comet"})
+"""Top-level entries of a skill folder that are not the skill: neither installed nor hashed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +90,8 @@ class Runner:
             "treatment": {
                 "name": treatment.name,
                 "skills": [
-                    {"name": s.name, "content_hash": self._hash(s.path), "variant": s.variant} for s in treatment.skills
+                    {"name": s.name, "content_hash": self._hash(s.path, skip=NOT_THE_SKILL), "variant": s.variant}
+                    for s in treatment.skills
                 ],
                 "claude_md_hash": hash_json(treatment.claude_md) if treatment.claude_md else None,
             },
@@ -136,9 +141,9 @@ class Runner:
         write_record(record_path, record)
         return TrialResult(record, record_path)
 
-    def _hash(self, path: Path) -> str:
+    def _hash(self, path: Path, *, skip: frozenset[str] = frozenset()) -> str:
         if path not in self._hashes:
-            self._hashes[path] = hash_tree(path)
+            self._hashes[path] = hash_tree(path, skip=skip)
         return self._hashes[path]
 
     def _execute(self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path) -> TrialRecord:
@@ -258,6 +263,15 @@ class Runner:
         """Put the treatment's skills where the agent looks, complete folders; write its instructions."""
         traits = self.agent.traits
         for skill in treatment.skills:
-            workspace.put(skill.path, f"{traits.skills_dir}/{skill.name}")
+            dest = f"{traits.skills_dir}/{skill.name}"
+            if not (skill.path / ".comet").exists():
+                workspace.put(skill.path, dest)
+                continue
+            # A skill folder that holds a .comet folder (comet eval's runs and cache, a project's engine
+            # state) is installed without it: that is not the skill, may hold other trials' records, and
+            # changes while trials run.
+            for child in sorted(skill.path.iterdir()):
+                if child.name not in NOT_THE_SKILL:
+                    workspace.put(child, f"{dest}/{child.name}")
         if treatment.claude_md:
             workspace.write_text(traits.instructions_file, treatment.claude_md)

@@ -49,6 +49,34 @@ def test_skills_are_installed_as_complete_folders_with_claude_md(factory: TaskFa
     assert outcome.record.config["treatment"]["skills"][0]["name"] == "report"
 
 
+def test_a_skills_comet_folder_is_neither_installed_nor_hashed(factory: TaskFactory, tmp_path: Path) -> None:
+    """comet eval keeps its runs and cache in ``<skill>/.comet/eval``: records written while trials run
+    must not be copied into agents' workspaces (a copy racing a rename failed a trial) nor change the skill's
+    content hash (which would refuse every resume)."""
+    skill = factory.skill("report", extra={"scripts/check.py": "print('hi')\n"})
+    runs = skill / ".comet" / "eval" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "record.json").write_text("{}")
+    factory.treatments(
+        "t.yaml", {"WITH_REPORT": {"description": "d", "skills": [{"name": "report", "path": str(skill)}]}}
+    )
+    factory.task("t", solve="find .claude | sort > installed.txt; echo done > out.txt\n")
+    first = runner_for(factory, tmp_path, keep_workspaces="all").run(Case("t", "WITH_REPORT", 1))
+    ws = Path(first.record.workspace.path)
+    assert (ws / "installed.txt").read_text().split() == [
+        ".claude",
+        ".claude/skills",
+        ".claude/skills/report",
+        ".claude/skills/report/SKILL.md",
+        ".claude/skills/report/scripts",
+        ".claude/skills/report/scripts/check.py",
+    ]
+    (runs / "another-record.json").write_text("{}")
+    again = runner_for(factory, tmp_path, experiment_id="exp-2").run(Case("t", "WITH_REPORT", 1))
+    hashes = [r.record.config["treatment"]["skills"][0]["content_hash"] for r in (first, again)]
+    assert hashes[0] == hashes[1]
+
+
 def test_record_contents(factory: TaskFactory, tmp_path: Path) -> None:
     factory.task("t", files={"data/input.txt": "x"})
     outcome = runner_for(factory, tmp_path).run(Case("t", "CONTROL", 2))
