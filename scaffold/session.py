@@ -37,7 +37,14 @@ from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.reports.gates import Gate, parse_gate
-from scaffold.skill_eval.resolve import Choice, Explicit, resolve_settings, select_tasks
+from scaffold.skill_eval.resolve import (
+    DEFAULT_AGENT,
+    Choice,
+    Explicit,
+    resolve_settings,
+    select_tasks,
+    with_agent_endpoint,
+)
 from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
@@ -182,27 +189,31 @@ class HarnessSession:
 
     @property
     def resolved(self) -> Options:
-        """The options with the manifest's settings filled in where the command line left them unset, by
-        the one precedence of scaffold.skill_eval.resolve (command line > manifest > environment > default):
-        the agent, and the model, base URL, report configuration and judge the command line or manifest
-        declare (each agent reads its own variables, scaffold.reports.config its own); with a manifest,
-        its skill as DYNAMIC_SKILL."""
+        """The options with a manifest's settings filled in where the command line left them unset, by the
+        one precedence of scaffold.skill_eval.resolve (command line > manifest > environment > default), as
+        ``comet eval`` resolves them: the agent (default claude-code), its model and API (the agent's own
+        variables included: the generated tasks' cache key is the command's), the profile, the report
+        configuration, the judge (BENCH_LLM_JUDGE and BENCH_JUDGE_* included) and the skill as DYNAMIC_SKILL.
+        Without a manifest, the options as given."""
         if self._resolved is None:
             options, manifest = self.options, self.manifest()
-            settings = resolve_settings(manifest, self._explicit(), self._environ, default_agent="oracle")
-            judge = settings.judge or (Choice(None, "default"),) * 3
-            options = dataclasses.replace(
-                options,
-                agent=str(settings.agent.value),
-                model=settings.model.declared,
-                base_url=settings.base_url.declared,
-                report_config=Path(config) if (config := settings.report_config.declared) else None,
-                judge_agent=judge[0].declared,
-                judge_model=judge[1].declared,
-                judge_base_url=judge[2].declared,
-            )
             if manifest is not None:
-                options = dataclasses.replace(options, skill_path=manifest.skill.root, skill_name=manifest.skill.name)
+                settings = resolve_settings(manifest, self._explicit(), self._environ, default_agent=DEFAULT_AGENT)
+                settings = with_agent_endpoint(settings, self._environ)
+                judge = settings.judge or (Choice(None, "default"),) * 3
+                options = dataclasses.replace(
+                    options,
+                    agent=str(settings.agent.value),
+                    model=settings.model.value,
+                    base_url=settings.base_url.value,
+                    profile=settings.profile.value,
+                    report_config=Path(config) if (config := settings.report_config.declared) else None,
+                    judge_agent=judge[0].value,
+                    judge_model=judge[1].value,
+                    judge_base_url=judge[2].value,
+                    skill_path=manifest.skill.root,
+                    skill_name=manifest.skill.name,
+                )
             self._resolved = options
         return self._resolved
 

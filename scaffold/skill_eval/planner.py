@@ -24,21 +24,21 @@ from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.plan import EvalPlan
 from scaffold.skill_eval.resolve import (
     COMMAND_LINE,
+    DEFAULT_AGENT,
     QUICK_TASK,
     Choice,
     EvalSettings,
     Explicit,
-    environment_base_url,
     resolve_settings,
     select_tasks,
+    with_agent_endpoint,
 )
 from scaffold.skill_eval.target import UsageError, resolve_target
 from scaffold.skill_eval.user_env import user_env_file
 from scaffold.treatments import CONTROL, DYNAMIC_SKILL
 
-__all__ = ["DEFAULT_AGENT", "builtin_task_names", "plan_eval"]
+__all__ = ["builtin_task_names", "plan_eval"]
 
-DEFAULT_AGENT: Final = "claude-code"
 SUITES: Final = ("local", "langsmith", "langfuse")
 
 
@@ -195,22 +195,19 @@ def _check_agent(
 ) -> tuple[Choice, Choice, Choice, str | None]:
     """The agent, its model and API (the environment's shown when neither the command line nor the
     manifest sets them), and what is wrong with its credentials (None: fine)."""
-    agent, model, base_url = settings.agent, settings.model, settings.base_url
+    agent = settings.agent
     assert agent.value is not None
     _check_agent_name("--agent" if agent.source == COMMAND_LINE else f"agent ({agent.source})", agent.value, merged)
-    _check_url("--base-url", base_url.value)
+    _check_url("--base-url", settings.base_url.value)
     from scaffold.agent_install import require_program
     from scaffold.agents import create_agent
 
+    settings = with_agent_endpoint(settings, merged)
+    model, base_url = settings.model, settings.base_url
     try:
         made = create_agent(agent.value, merged, model=model.value, base_url=base_url.value)
     except AgentError as exc:
         return agent, model, base_url, str(exc)
-    if model.value is None and made.model:
-        model = Choice(made.model, "environment")
-    env_url = environment_base_url(agent.value, merged) if base_url.value is None else None
-    if env_url:
-        base_url = Choice(env_url, "environment")
     try:
         # Where a run will look for its program: file lookups only (no --version asked), so --collect says it.
         require_program(made, args.backend or "local", merged)

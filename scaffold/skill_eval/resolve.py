@@ -14,6 +14,7 @@ the selection falls through to them (the command reads the cache; the session ge
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the session imports this module at its start, the manifest 
 
 __all__ = [
     "COMMAND_LINE",
+    "DEFAULT_AGENT",
     "MANIFEST",
     "QUICK_TASK",
     "Choice",
@@ -34,8 +36,11 @@ __all__ = [
     "environment_base_url",
     "resolve_settings",
     "select_tasks",
+    "with_agent_endpoint",
 ]
 
+DEFAULT_AGENT: Final = "claude-code"
+"""The agent of a skill evaluation when nothing names one (a plain pytest run's default is the oracle)."""
 QUICK_TASK: Final = "generic-skill-smoke"
 """The built-in task ``--quick`` runs."""
 COMMAND_LINE: Final = "command line"
@@ -215,6 +220,28 @@ def environment_base_url(agent: str, env: Mapping[str, str]) -> str | None:
         spec = load_adapters(env).specs.get(agent)
         names = spec.base_url_env if spec else ()
     return next((env[n] for n in names if env.get(n)), None)
+
+
+def with_agent_endpoint(settings: EvalSettings, env: Mapping[str, str]) -> EvalSettings:
+    """*settings* with the model and API the agent takes from its own variables when neither the command
+    line nor the manifest sets them (source ``environment``). Both ``comet eval`` and the session key the
+    generated tasks' cache on these effective values, so the two find the same cache entry. An agent that
+    cannot be made (unknown, credentials missing) leaves them unset: the caller reports that itself."""
+    from scaffold.agents import create_agent
+    from scaffold.errors import AgentError
+
+    agent, model, base_url = settings.agent, settings.model, settings.base_url
+    assert agent.value is not None
+    try:
+        made = create_agent(agent.value, env, model=model.value, base_url=base_url.value)
+    except AgentError:
+        return settings
+    if model.value is None and made.model:
+        model = Choice(made.model, "environment")
+    env_url = environment_base_url(agent.value, env) if base_url.value is None else None
+    if env_url:
+        base_url = Choice(env_url, "environment")
+    return dataclasses.replace(settings, model=model, base_url=base_url)
 
 
 def select_tasks(

@@ -421,23 +421,14 @@ def test_real_cli_api_failure_is_excluded(
 ) -> None:
     from scaffold.agents import create_agent
     from scaffold.cases import Case
-    from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, require_cli
+    from tests.support.agents import require_cli, scripted_cli_env
     from tests.support.factories import make_runner
 
     cli = {"claude-code": "claude", "codex": "codex"}[agent]
     monkeypatch.setenv("PATH", require_cli(cli) + os.pathsep + os.environ["PATH"])
     script = {"responses": [{"error": {"status": status, "type": kind, "message": f"scripted {status}"}}]}
     with ScriptedModelServer(script) as server:
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(tmp_path / "user-home"),
-            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-            "ANTHROPIC_BASE_URL": server.url,
-            "BENCH_CC_MODEL": "claude-sonnet-4-5",
-            "OPENAI_API_KEY": OPENAI_KEY,
-            "OPENAI_BASE_URL": server.url + "/v1",
-            "CODEX_MODEL": "gpt-5-codex",
-        }
+        env = scripted_cli_env(tmp_path / "user-home", server.url)
         runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
         runner.agent = create_agent(agent, env)
         spec = runner.agent.spec

@@ -10,12 +10,28 @@ import pytest
 from scaffold.agents.locate import locate
 from tests.support.factories import REPO
 
-__all__ = ["ANTHROPIC_KEY", "BIN_DIR", "OPENAI_KEY", "SCRIPTS", "require_cli"]
+__all__ = ["ANTHROPIC_KEY", "BIN_DIR", "OPENAI_KEY", "SCRIPTS", "require_cli", "scripted_cli_env"]
 
 SCRIPTS = REPO / "tests" / "data" / "e2e"
 BIN_DIR = Path(os.environ.get("COMET_AGENT_BIN_DIR", "/opt/comet-agents/node_modules/.bin"))
 ANTHROPIC_KEY = "sk-ant-e2e-planted-secret-0123456789"
 OPENAI_KEY = "sk-openai-e2e-planted-secret-9876543210"
+
+
+def scripted_cli_env(home: Path, url: str | None) -> dict[str, str]:
+    """The environment that points Claude Code and Codex at a scripted model server at *url* (None: no
+    base URL; the caller adds its own), with the planted keys and a HOME of the test's."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
+        "BENCH_CC_MODEL": "claude-sonnet-4-5",
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "CODEX_MODEL": "gpt-5-codex",
+    }
+    if url is not None:
+        env.update(ANTHROPIC_BASE_URL=url, OPENAI_BASE_URL=url + "/v1")
+    return env
 
 
 def require_cli(name: str) -> str:

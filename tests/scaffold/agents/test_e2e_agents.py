@@ -20,7 +20,7 @@ from scaffold.cases import Case
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.records import TrialRecord
 from scaffold.workspaces.backends import create_backend
-from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
+from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO, make_runner
 
 pytestmark = pytest.mark.agent_cli
@@ -48,16 +48,7 @@ def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> 
         # adapter rewrites the loopback base URL below to that address.
         with ScriptedModelServer(load_script(SCRIPTS / script), host="0.0.0.0", log_path=log) as server:
             url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
-            env = {
-                "PATH": os.environ["PATH"],
-                "HOME": str(tmp_path / "user-home"),
-                "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-                "ANTHROPIC_BASE_URL": url,
-                "BENCH_CC_MODEL": "claude-sonnet-4-5",
-                "OPENAI_API_KEY": OPENAI_KEY,
-                "OPENAI_BASE_URL": url + "/v1",
-                "CODEX_MODEL": "gpt-5-codex",
-            }
+            env = scripted_cli_env(tmp_path / "user-home", url)
             runner = make_runner(
                 [REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path, keep_workspaces="all"
             )
@@ -99,6 +90,7 @@ def explain(record: TrialRecord) -> Any:
 
 
 class TestClaudeCode:
+    @pytest.mark.slow
     def test_skill_treatment_single_turn(self, run_agent: Run) -> None:
         record = run_agent("claude-code", "generic-skill-smoke", "SKILL_MARKDOWN_REPORT", "claude-skill-smoke.yaml")
         assert record.verdict == "passed", explain(record)

@@ -105,6 +105,7 @@ def blobs(points: Iterable[tuple[int, int]]) -> list[tuple[float, float]]:
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_screenshot_shows_the_matrix_colours_in_their_columns_and_error_bars_around_the_dots(
     chromium: Path, report: Path, tmp_path: Path
 ) -> None:

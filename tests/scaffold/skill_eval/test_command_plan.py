@@ -269,3 +269,49 @@ def test_an_agent_program_not_installed_is_reported(tmp_path: Path, env: dict[st
     assert "its program 'codex' is not installed" in resolved.credentials_problem
     assert any(line.startswith("Agent check:") for line in header_lines(resolved, mode="collect"))
     assert plan(env, folder, "--agent", "oracle").credentials_problem is None  # runs no program
+
+
+@pytest.mark.parametrize(
+    ("sections", "extra_env", "argv"),
+    [
+        ({}, {}, ()),
+        ({}, {"BENCH_CC_MODEL": "env-model", "ANTHROPIC_BASE_URL": "http://env.example"}, ()),
+        ({"skill": {"name": "my-skill", "profile": "generic"}}, {}, ()),
+        ({"execution": {"agent": "codex", "model": "m"}}, {"OPENAI_API_KEY": "sk-test-2"}, ()),
+        ({}, {"BENCH_LLM_JUDGE": "1", "BENCH_JUDGE_MODEL": "env-judge"}, ()),
+        ({"judge": {"agent": "codex", "model": "j"}}, {}, ("--judge-base-url", "https://judge.example")),
+        ({}, {"BENCH_EVAL_AGENT": "nop"}, ("--model", "cli-model", "--profile", "generic")),
+    ],
+)
+def test_pytest_eval_manifest_resolves_as_comet_eval_does(
+    tmp_path: Path, env: dict[str, str], sections: dict[str, object], extra_env: dict[str, str], argv: tuple[str, ...]
+) -> None:
+    """``pytest --eval-manifest`` and ``comet eval`` are one resolution: the same agent (default
+    claude-code), model and API (the agent's own variables included), profile and judge."""
+    from scaffold.agents.credentials import load_environment
+    from scaffold.session import HarnessSession, Options
+
+    env.update(extra_env)
+    folder = skill(tmp_path, manifest_data(**sections))
+    command = plan(env, folder, *argv)
+    given = dict(zip(argv[::2], argv[1::2], strict=True))
+    session = HarnessSession(
+        Options(
+            root=tmp_path,
+            manifest=folder / "comet" / "eval.yaml",
+            agent="",
+            model=given.get("--model"),
+            profile=given.get("--profile"),
+            judge_base_url=given.get("--judge-base-url"),
+        ),
+        environ=load_environment(env),
+    ).resolved
+    judge = tuple(c.value for c in command.judge) if command.judge else (None, None, None)
+    assert (session.agent, session.model, session.base_url, session.profile) == (
+        command.agent.value,
+        command.model.value,
+        command.base_url.value,
+        command.profile.value,
+    )
+    assert (session.judge_agent, session.judge_model, session.judge_base_url) == judge
+    assert session.skill_path == folder

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from scaffold.modelserver import ScriptedModelServer, load_script
-from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
+from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
@@ -54,15 +54,9 @@ class Eval:
         cli = {"claude-code": "claude", "codex": "codex"}[self.agent]
         before = len(self.log.read_text().splitlines()) if self.log.exists() else 0
         env = {
+            **scripted_cli_env(self.tmp / "home", self.url),
             "PATH": require_cli(cli) + os.pathsep + os.environ["PATH"],
-            "HOME": str(self.tmp / "home"),
             "TMPDIR": os.environ.get("TMPDIR", "/tmp"),
-            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-            "ANTHROPIC_BASE_URL": self.url,
-            "BENCH_CC_MODEL": "claude-sonnet-4-5",
-            "OPENAI_API_KEY": OPENAI_KEY,
-            "OPENAI_BASE_URL": self.url + "/v1",
-            "CODEX_MODEL": "gpt-5-codex",
             # The engine, and what npm needs to install the agent CLI for a container (the machine's CA
             # certificates: HOME is this test's, so the user's npm settings are not found there).
             **{k: v for k, v in os.environ.items() if k in _PASSED or k.lower().startswith("npm_config_")},

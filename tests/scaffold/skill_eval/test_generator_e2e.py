@@ -24,7 +24,7 @@ from scaffold.skill_eval.generator import GeneratorSettings
 from scaffold.skill_eval.manifest import synthesize_manifest
 from scaffold.skill_eval.prompt import REPAIR_MARKER
 from tests.scaffold.skill_eval.fake_generator import BUILTIN
-from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
+from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
@@ -59,16 +59,7 @@ def generate(tmp_path: Path, skill: Path, monkeypatch: pytest.MonkeyPatch) -> Ge
         before = len(log.read_text().splitlines()) if log.exists() else 0
         with ScriptedModelServer(load_script(SCRIPTS / script), host="0.0.0.0", log_path=log) as server:
             url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
-            env = {
-                "PATH": os.environ["PATH"],
-                "HOME": str(tmp_path / "user-home"),
-                "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-                "ANTHROPIC_BASE_URL": url,
-                "BENCH_CC_MODEL": "claude-sonnet-4-5",
-                "OPENAI_API_KEY": OPENAI_KEY,
-                "OPENAI_BASE_URL": url + "/v1",
-                "CODEX_MODEL": "gpt-5-codex",
-            }
+            env = scripted_cli_env(tmp_path / "user-home", url)
             settings = GeneratorSettings(agent, backend=backend, workspace_root=tmp_path / "ws", timeout_s=240)
             try:
                 path = ensure_generated(

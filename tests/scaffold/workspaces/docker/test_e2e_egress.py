@@ -28,7 +28,7 @@ from scaffold.cases import Case
 from scaffold.tasks import load_task
 from scaffold.workspaces.base import endpoint_of
 from scaffold.workspaces.docker import DockerBackend
-from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli
+from tests.support.agents import SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO, TaskFactory, make_runner
 from tests.support.netns import FarHost
 
@@ -96,15 +96,7 @@ def test_real_cli_reaches_a_remote_endpoint_through_the_proxy_only(
     monkeypatch.setenv("PATH", require_cli(cli) + os.pathsep + os.environ["PATH"])
     monkeypatch.delenv("COMET_DOCKER_EGRESS", raising=False)
     with far_model_server(script) as url:
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(tmp_path / "user-home"),
-            "ANTHROPIC_API_KEY": ANTHROPIC_KEY,
-            "BENCH_CC_MODEL": "claude-sonnet-4-5",
-            "OPENAI_API_KEY": OPENAI_KEY,
-            "CODEX_MODEL": "gpt-5-codex",
-            url_key: url + url_suffix,
-        }
+        env = {**scripted_cli_env(tmp_path / "user-home", None), url_key: url + url_suffix}
         runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
         runner.agent = create_agent(agent, env)
         assert not runner.agent.network.on_this_machine  # the harness takes it for a remote provider
