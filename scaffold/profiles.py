@@ -23,6 +23,14 @@ class Profile:
     name: str
     description: str
     score: Callable[[RubricInput], RubricResult]
+    weights: tuple[tuple[str, float], ...] = ()
+    """The rule dimensions in display order, with their weights (``comet profiles`` lists them)."""
+    interaction: str = "none"
+    """The interaction mode a task of this profile gets when its task.toml sets none."""
+    max_turns: int = 12
+    """Likewise, the turn limit."""
+    simulator_prompt: str | None = None
+    """Likewise, the simulated user's instructions (auto_user)."""
 
 
 _REGISTRY: dict[str, Profile] = {}
@@ -80,4 +88,6 @@ def _ensure_builtins() -> None:
     if GENERIC not in _REGISTRY:
         from scaffold.rubrics import generic
 
-        register(Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score))
+        register(
+            Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score, tuple(generic.WEIGHTS.items()))
+        )

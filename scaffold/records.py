@@ -82,6 +82,35 @@ class AgentInfo(msgspec.Struct, frozen=True, gc=False):
     endpoint: Endpoint | None = None
 
 
+JudgeStatus = Literal["skipped", "enabled_and_successful", "failed"]
+"""Exactly one per judged trial: ``skipped`` (not called: its configuration is incomplete, the reason
+says what is missing), ``enabled_and_successful`` (scores in the record), ``failed`` (called, no score:
+HTTP status, timeout, an answer without one parseable line; the reason says which)."""
+
+
+class JudgeInfo(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
+    """The LLM judge of one trial, beside the rule scores and never instead of them. Its scores are the
+    record's ``dimensions`` with ``source: "judge"`` (with ``--judge-samples N``, the mean of the N
+    answers per dimension; ``spread`` holds their population standard deviation). Its cost is the
+    judge's own, never added to the subject's."""
+
+    status: JudgeStatus
+    reason: str = ""
+    agent: str | None = None
+    model: str | None = None
+    transport: Literal["http", "cli"] | None = None
+    """``http``: the Anthropic Messages API called directly; ``cli``: the judge agent's CLI."""
+    samples: _Count = 0
+    """Answers that gave scores (0 when skipped or failed)."""
+    spread: Mapping[str, Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]] = {}
+    """Per judge dimension, the standard deviation of its scores over the samples (2 or more samples)."""
+    input_tokens: _Count | None = None
+    output_tokens: _Count | None = None
+    cost_usd: Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE_MAX)] | None = None
+    latency_s: _Seconds | None = None
+    session_id: str | None = None
+
+
 class TrialError(msgspec.Struct, frozen=True, gc=False):
     """A harness error that ended the trial (verdict ``error``): the exception's type and message."""
 
@@ -126,6 +155,8 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     dimensions: tuple[Dimension, ...] = ()
     weighted_score: _Score | None = None
     hard_failures: tuple[str, ...] = ()
+    judge: JudgeInfo | None = None
+    """None when the judge is not enabled for the session."""
     errors: tuple[TrialError, ...] = ()
     workspace: WorkspaceInfo = WorkspaceInfo()
     worker: str = "main"

@@ -401,6 +401,7 @@ class HarnessSession:
         options = self.resolved
         return Settings(
             backend=options.backend,
+            baseline=options.baseline,
             agent=options.agent,
             profile=options.profile,
             model=options.model,

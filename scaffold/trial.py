@@ -28,7 +28,7 @@ from scaffold.records import AgentInfo, Endpoint, TrialError, TrialRecord, Verdi
 from scaffold.rubrics import RubricInput
 from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import Treatment, TreatmentCatalog
+from scaffold.treatments import CONTROL, Treatment, TreatmentCatalog
 from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
@@ -52,6 +52,8 @@ class Settings:
     model: str | None = None
     keep_workspaces: KeepPolicy = "failed"
     rerun_errors: bool = False
+    baseline: str = CONTROL
+    """The session's baseline treatment (rubrics may score it differently: scaffold.rubrics.RubricInput)."""
     judge: tuple[tuple[str, str], ...] = ()
     """The judge settings (agent, model, base URL without credentials) when any is set: recorded in each
     trial's configuration; the judge itself comes in a later release."""
@@ -108,6 +110,9 @@ class Runner:
             },
             # Only when set, so the configuration (and its hash) of every other session is unchanged.
             **({"judge": dict(self.settings.judge)} if self.settings.judge else {}),
+            # Only a baseline other than the default is named: the configuration (and so the hash) of
+            # every experiment run before the baseline could change a score stays as it was.
+            **({"baseline": self.settings.baseline} if self.settings.baseline != CONTROL else {}),
         }
 
     def run(self, case: Case) -> TrialResult:
@@ -192,7 +197,16 @@ class Runner:
 
             mark = time.monotonic()
             rubric = profile.score(
-                RubricInput(task, treatment.skill_names, self.agent.traits.invokes_skills, trajectory, outcome)
+                RubricInput(
+                    task,
+                    treatment.skill_names,
+                    self.agent.traits.invokes_skills,
+                    trajectory,
+                    outcome,
+                    treatment=treatment.name,
+                    baseline=self.settings.baseline,
+                    files=workspace,
+                )
             )
             phases["scoring_s"] = time.monotonic() - mark
             verdict = "passed" if outcome.all_passed and not rubric.hard_failures else "failed"

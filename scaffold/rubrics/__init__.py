@@ -6,9 +6,9 @@ score, so a task without required skills is not rewarded or punished for them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Annotated, Final
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Final, Protocol
 
 import msgspec
 
@@ -16,7 +16,7 @@ from scaffold.tasks import Task
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import ValidationOutcome
 
-__all__ = ["JUDGE_SOURCE", "Dimension", "RubricInput", "RubricResult", "weighted_score"]
+__all__ = ["JUDGE_SOURCE", "Dimension", "RubricInput", "RubricResult", "WorkspaceFiles", "weighted_score"]
 
 JUDGE_SOURCE: Final = "judge"
 """The ``source`` of a dimension scored by the LLM judge: shown beside the rubric, never mixed into it."""
@@ -39,6 +39,17 @@ class Dimension(msgspec.Struct, frozen=True, gc=False, omit_defaults=True):
         return self.score is not None
 
 
+class WorkspaceFiles(Protocol):
+    """What a rubric may read of the workspace after the agent (a Workspace is one): reading only, so
+    a rubric stays a pure function of what it is handed, on every backend."""
+
+    def glob(self, pattern: str) -> list[str]:
+        """Workspace-relative POSIX paths matching *pattern*, sorted."""
+
+    def read_text(self, rel: str) -> str | None:
+        """A file's text, or None when it does not exist."""
+
+
 @dataclass(frozen=True, slots=True)
 class RubricInput:
     task: Task
@@ -46,6 +57,17 @@ class RubricInput:
     agent_invokes_skills: bool
     trajectory: Trajectory
     validation: ValidationOutcome
+    treatment: str = ""
+    """The treatment's name."""
+    baseline: str = "CONTROL"
+    """The session's baseline treatment (``--baseline``): profiles that score a baseline differently (the
+    comet-workflow profile scores it on completion and efficiency only) compare with this, never with a
+    hard-coded name."""
+    files: WorkspaceFiles | None = None
+    """The workspace after the agent and validation; None where no workspace is at hand (re-scoring)."""
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    """The task's declared outputs (``[evaluation] outputs`` of task.toml, e.g. ``skill_package_path``),
+    with the validators' ``outputs`` in ``_test_results.json`` over them."""
 
 
 @dataclass(frozen=True, slots=True)
