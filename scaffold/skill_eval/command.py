@@ -203,7 +203,8 @@ def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     if created is not None:
         print(f"Created your comet-eval settings file: {created}", file=out)
         print(
-            "Edit it to add your model credentials (every line starts commented out), then run comet eval again.",
+            "Edit it to keep your settings and credentials there (every line starts commented out); "
+            "this run carries on with the environment as it is.",
             file=out,
         )
     if plan.credentials_problem:
