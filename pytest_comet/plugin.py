@@ -192,10 +192,23 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "--judge-agent",
         default=None,
         metavar="NAME",
-        help="the rubric judge's agent (recorded; judging: a later release)",
+        help="the LLM judge's agent (any --judge-* option turns the judge on; default: $BENCH_JUDGE_AGENT, "
+        "else --agent)",
     )
-    add("--judge-model", default=None, metavar="NAME", help="the rubric judge's model (recorded)")
-    add("--judge-base-url", default=None, metavar="URL", help="the rubric judge's API base URL (recorded)")
+    add("--judge-model", default=None, metavar="NAME", help="the LLM judge's model (default: $BENCH_JUDGE_MODEL)")
+    add(
+        "--judge-base-url",
+        default=None,
+        metavar="URL",
+        help="the LLM judge's API base URL (default: $BENCH_JUDGE_BASE_URL)",
+    )
+    add(
+        "--judge-samples",
+        default=1,
+        type=int,
+        metavar="N",
+        help="judge each trial N times: the mean per dimension, and the judge's spread (default: 1)",
+    )
 
 
 class _OptionAdder:

@@ -116,6 +116,7 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         judge_agent=config.getoption("comet_judge_agent"),
         judge_model=config.getoption("comet_judge_model"),
         judge_base_url=config.getoption("comet_judge_base_url"),
+        judge_samples=config.getoption("comet_judge_samples"),
     )
 
 

@@ -232,6 +232,44 @@ def _eval_commands(commands: Any) -> None:
     )
     env.add_argument("--json", action="store_true", help="print JSON")
     env.set_defaults(func=_env)
+    profiles = commands.add_parser(
+        "profiles",
+        help="the evaluation profiles: their rubric dimensions and weights, and their default interaction",
+        description="Each profile a task can be scored by. Which one scores a task: --profile, else the "
+        "manifest's skill.profile, else the task.toml's [evaluation] profile, else inferred (category "
+        "'comet' or a name starting 'comet-': comet-workflow; otherwise generic).",
+    )
+    profiles.add_argument("--json", action="store_true", help="print JSON")
+    profiles.set_defaults(func=_profiles)
+
+
+def _profiles(args: argparse.Namespace) -> int:
+    from scaffold.profiles import get_profile, known_profiles
+
+    found = [get_profile(name) for name in known_profiles()]
+    if args.json:
+        data = [
+            {
+                "name": p.name,
+                "description": p.description,
+                "dimensions": [{"name": n, "weight": w} for n, w in p.weights],
+                "weight_sum": round(sum(w for _, w in p.weights), 6),
+                "interaction": p.interaction,
+                "max_turns": p.max_turns,
+            }
+            for p in found
+        ]
+        print(json.dumps(data, indent=2))
+        return 0
+    for profile in found:
+        total = sum(w for _, w in profile.weights)
+        print(f"{profile.name}: {profile.description}")
+        print(f"  default interaction: {profile.interaction}, max_turns {profile.max_turns}")
+        print(f"  {len(profile.weights)} dimensions (weights sum to {total:g}):")
+        width = max((len(n) for n, _ in profile.weights), default=0)
+        for name, weight in profile.weights:
+            print(f"    {name:<{width}}  {weight:g}")
+    return 0
 
 
 def _env(args: argparse.Namespace) -> int:

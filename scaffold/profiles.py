@@ -1,4 +1,4 @@
-"""Evaluation profiles: which rubric scores a task. Resolution: command line > task.toml > inference."""
+"""Evaluation profiles: which rubric scores a task. Resolution: command line > manifest > task.toml > inference."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ __all__ = ["GENERIC", "Profile", "get_profile", "infer_profile", "known_profiles
 
 GENERIC = "generic"
 COMET_WORKFLOW = "comet-workflow"
+AUTHORING_SKILL = "authoring-skill"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,22 @@ class Profile:
     simulator_prompt: str | None = None
     """Likewise, the simulated user's instructions (auto_user)."""
 
+
+COMET_SIMULATOR = (
+    "You are the developer who asked for this change, answering the coding agent in a few words. Approve "
+    "its proposals and plans when they are reasonable, choose the first option it offers when asked to "
+    "choose, and ask it to carry on through the whole workflow until the change is verified and archived. "
+    "Never write code or files yourself."
+)
+"""The simulated user of comet-workflow tasks (auto_user) whose task.toml gives none."""
+
+AUTHORING_SIMULATOR = (
+    "You are the person who asked for this skill package, answering its author in a few words. Confirm "
+    "sensible defaults, pick the option that keeps the workflow you asked for and its review step when "
+    "asked to choose, add no new requirements, and ask it to go on until the package is written and "
+    "reviewed. Never write the package or any file yourself."
+)
+"""The simulated user of authoring-skill tasks (auto_user) whose task.toml gives none."""
 
 _REGISTRY: dict[str, Profile] = {}
 
@@ -67,7 +84,8 @@ def infer_profile(task: Task) -> str:
 
 
 def resolve_profile(task: Task, override: str | None = None) -> Profile:
-    """The profile for *task*: *override* (``--profile``), else task.toml's, else inferred."""
+    """The profile for *task*: *override* (``--profile``, else the manifest's ``skill.profile``: the session
+    resolves both into one option), else task.toml's, else inferred."""
     name = override or task.spec.evaluation.profile or infer_profile(task)
     try:
         return get_profile(name)
@@ -88,6 +106,33 @@ def _ensure_builtins() -> None:
     if GENERIC not in _REGISTRY:
         from scaffold.rubrics import generic
 
+        register(Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score, tuple(generic.WEIGHTS.items())))
+    if COMET_WORKFLOW not in _REGISTRY:
+        from scaffold.rubrics import comet_workflow
+
         register(
-            Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score, tuple(generic.WEIGHTS.items()))
+            Profile(
+                COMET_WORKFLOW,
+                "The Comet workflow skills: 9 rule-based dimensions (phases, guards, skills, artifacts, run state)",
+                comet_workflow.score,
+                tuple(comet_workflow.WEIGHTS.items()),
+                interaction="auto_user",
+                max_turns=12,
+                simulator_prompt=COMET_SIMULATOR,
+            )
+        )
+    if AUTHORING_SKILL not in _REGISTRY:
+        from scaffold.rubrics import authoring
+
+        register(
+            Profile(
+                AUTHORING_SKILL,
+                "A skill package the agent writes: 11 dimensions (the generic ones, the package, its engine "
+                "contract, route, lanes and review)",
+                authoring.score,
+                tuple(authoring.WEIGHTS.items()),
+                interaction="auto_user",
+                max_turns=8,
+                simulator_prompt=AUTHORING_SIMULATOR,
+            )
         )

@@ -35,6 +35,8 @@ from scaffold.agents.credentials import load_environment
 from scaffold.cases import Broken, Case, parse_list, select_cases, unshown_problems
 from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
+from scaffold.judge import judge_enabled, resolve_judge
+from scaffold.judge.transport import JudgeRun, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.reports.gates import Gate, parse_gate
 from scaffold.skill_eval.resolve import (
@@ -108,6 +110,8 @@ class Options:
     """The judge settings: validated and recorded in the experiment's configuration only (for now)."""
     judge_model: str | None = None
     judge_base_url: str | None = None
+    judge_samples: int = 1
+    """``--judge-samples``: answers per trial when the judge is on (scaffold.judge)."""
 
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
@@ -414,6 +418,18 @@ class HarnessSession:
         """The judge settings to record: (key, value) pairs of those set, the base URL without credentials;
         a malformed one is a SelectionError here, before any trial."""
         options = self.resolved
+        if self.manifest() is None and (
+            judge_enabled({}, self._environ) or options.judge_agent or options.judge_model or options.judge_base_url
+        ):
+            # A plain pytest run: BENCH_JUDGE_* fill what the command line left unset (a manifest's
+            # resolution already read them, with its own precedence).
+            env = self._environ
+            options = dataclasses.replace(
+                options,
+                judge_agent=options.judge_agent or env.get("BENCH_JUDGE_AGENT") or None,
+                judge_model=options.judge_model or env.get("BENCH_JUDGE_MODEL") or None,
+                judge_base_url=options.judge_base_url or env.get("BENCH_JUDGE_BASE_URL") or None,
+            )
         out: list[tuple[str, str]] = []
         if options.judge_agent:
             if not _AGENT_ID.match(options.judge_agent):
@@ -441,7 +457,22 @@ class HarnessSession:
         backend = create_backend(
             self.options.backend, workspace_root=root.absolute(), network=agent.network, agent_install=agent.install
         )
-        return Runner(tasks, treatments, self.experiment(), self.settings(), backend, agent, worker=worker)
+        return Runner(
+            tasks, treatments, self.experiment(), self.settings(), backend, agent, worker=worker, judge=self.judge_run()
+        )
+
+    def judge_run(self) -> JudgeRun | None:
+        """The LLM judge of this session's trials, None when it is off. Only the subject's agent id is
+        inherited; its declared credentials are named so that the judge's process never sees them."""
+        config = resolve_judge(
+            dict(self.judge()),
+            self._environ,
+            subject_agent=self.resolved.agent,
+            samples=self.options.judge_samples,
+        )
+        if config is None:
+            return None
+        return JudgeRun(config, self._environ, declared_credentials(self.resolved.agent, self._environ))
 
     def sweep_crashed(self) -> None:
         """Another process of this session crashed: remove what it left in the backend's engine now."""

@@ -47,6 +47,7 @@ TASK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
 
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
+OutputName = Annotated[str, Field(strict=True, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,99}$")]
 
 
 class Metadata(Model):
@@ -80,6 +81,11 @@ class Evaluation(Model):
     required_skills: StrList = ()
     require_skill_invocation: Annotated[bool, Field(strict=True)] = False
     rubric_criteria: StrList = ()
+    # Named values the task hands its validators (``_test_context.json``) and its profile's rubric, e.g.
+    # ``skill_package_path = "generated-skill"`` for authoring-skill. Strings only, like every other value
+    # a trial passes around: a validator reads them as written, and a validator's own ``outputs`` in
+    # ``_test_results.json`` (also strings) can replace them without a type to reconcile.
+    outputs: dict[OutputName, NonEmptyStr] = Field(default_factory=dict)
 
 
 class Interaction(Model):

@@ -5,6 +5,7 @@ This is the library entry point the pytest plugin calls for every case; it never
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Callable
@@ -21,22 +22,26 @@ from scaffold.cases import Case
 from scaffold.errors import CometError, RecordError
 from scaffold.experiment import Experiment, config_changes
 from scaffold.hashing import hash_json, hash_tree
+from scaffold.judge import Judge, JudgeRequest
 from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.profiles import resolve_profile
 from scaffold.record_files import read_record, stream_names, write_record
-from scaffold.records import AgentInfo, Endpoint, TrialError, TrialRecord, Verdict, WorkspaceInfo
-from scaffold.rubrics import RubricInput
+from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
+from scaffold.rubrics import Dimension, RubricInput
 from scaffold.tasks import TaskCatalog
 from scaffold.trajectory import Trajectory
 from scaffold.treatments import CONTROL, Treatment, TreatmentCatalog
 from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
+from scaffold.workflow_setup import GUARD_SCRIPTS, hook_settings, instructions, with_profile_defaults
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 
 __all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult"]
 
 KeepPolicy = Literal["failed", "all", "none"]
 
+
+_UNJUDGED: Final[tuple[tuple[Dimension, ...], JudgeInfo | None]] = ((), None)
 
 NOT_THE_SKILL: Final = frozenset({".comet"})
 """Top-level entries of a skill folder that are not the skill: neither installed nor hashed."""
@@ -56,7 +61,7 @@ class Settings:
     """The session's baseline treatment (rubrics may score it differently: scaffold.rubrics.RubricInput)."""
     judge: tuple[tuple[str, str], ...] = ()
     """The judge settings (agent, model, base URL without credentials) when any is set: recorded in each
-    trial's configuration; the judge itself comes in a later release."""
+    trial's configuration (the judge itself: Runner.judge)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,8 @@ class Runner:
     agent: Agent
     worker: str = "main"
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    judge: Judge | None = None
+    """The LLM judge (scaffold.judge), None when it is off."""
     _hashes: dict[Path, str] = field(default_factory=dict)
     _prepared: set[str] = field(default_factory=set)
 
@@ -87,6 +94,7 @@ class Runner:
         """The resolved configuration of a case: everything that could change its result, minus the trial."""
         task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
         profile = resolve_profile(task, self.settings.profile)
+        effective = with_profile_defaults(task, profile).spec.interaction
         return {
             "task": {"name": task.name, "content_hash": self._hash(task.root)},
             "treatment": {
@@ -113,6 +121,12 @@ class Runner:
             # Only a baseline other than the default is named: the configuration (and so the hash) of
             # every experiment run before the baseline could change a score stays as it was.
             **({"baseline": self.settings.baseline} if self.settings.baseline != CONTROL else {}),
+            # The profile's interaction defaults, only where they change the task's own.
+            **(
+                {"interaction": effective.model_dump(include={"mode", "max_turns", "simulator_prompt"})}
+                if effective is not task.spec.interaction
+                else {}
+            ),
         }
 
     def run(self, case: Case) -> TrialResult:
@@ -154,6 +168,7 @@ class Runner:
     def _execute(self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path) -> TrialRecord:
         task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
         profile = resolve_profile(task, self.settings.profile)
+        task = with_profile_defaults(task, profile)  # the interaction the trial runs: the task's, else its profile's
         started, t0 = self.clock(), time.monotonic()
         phases: dict[str, float] = {}
         errors: list[TrialError] = []
@@ -161,15 +176,14 @@ class Runner:
         outcome: ValidationOutcome | None = None
         workspace: Workspace | None = None
         verdict: Verdict = "error"
-        keep = False
-        rubric = None
+        rubric, judged, keep = None, _UNJUDGED, False
         try:
             mark = time.monotonic()
             if task.name not in self._prepared:
                 self.backend.prepare(task)
                 self._prepared.add(task.name)
             workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
-            self._install(workspace, treatment)
+            self._install(workspace, treatment, profile.name)
             phases["workspace_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
@@ -192,7 +206,8 @@ class Runner:
             mark = time.monotonic()
             # The agent is done: nothing it started runs on, nothing reaches out, before validation looks.
             workspace.begin_validation(ValidationPolicy.STRICT)
-            outcome = validate(task, workspace, trial_dir)
+            context = {"task": task.name, "treatment": treatment.name, "trial": case.trial, "run_id": run_id}
+            outcome = validate(task, workspace, trial_dir, context)
             phases["validation_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
@@ -206,10 +221,15 @@ class Runner:
                     treatment=treatment.name,
                     baseline=self.settings.baseline,
                     files=workspace,
+                    outputs=outcome.outputs,
                 )
             )
             phases["scoring_s"] = time.monotonic() - mark
+            # The verdict is the rules' alone: the judge below can neither change nor fail it.
             verdict = "passed" if outcome.all_passed and not rubric.hard_failures else "failed"
+            judged = self._judge(
+                JudgeRequest(prompt, task.spec.evaluation.rubric_criteria, outcome, workspace), profile.name, phases
+            )
         except CometError as exc:
             errors.append(TrialError(type(exc).__name__, str(exc)))
         except Exception as exc:  # a harness bug must still leave a record saying what happened
@@ -246,8 +266,10 @@ class Runner:
             trajectory=trajectory,
             checks=outcome.checks if outcome else (),
             expected_artifacts=dict(outcome.expected_artifacts) if outcome else {},
-            dimensions=rubric.dimensions if rubric else (),
+            # Judge dimensions after the rule ones; the weighted score is the rules' (it leaves them out).
+            dimensions=(*(rubric.dimensions if rubric else ()), *judged[0]),
             weighted_score=rubric.weighted_score if rubric else None,
+            judge=judged[1],
             hard_failures=rubric.hard_failures if rubric else (),
             errors=tuple(errors),
             workspace=WorkspaceInfo(
@@ -264,6 +286,18 @@ class Runner:
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record))
 
+    def _judge(
+        self, request: JudgeRequest, profile: str, phases: dict[str, float]
+    ) -> tuple[tuple[Dimension, ...], JudgeInfo | None]:
+        """The LLM judge's dimensions and record entry, while the workspace still exists (nothing when it
+        is off). It never raises for a judge problem (scaffold.judge): the rule scores always stand."""
+        if self.judge is None:
+            return _UNJUDGED
+        mark = time.monotonic()
+        judged = self.judge.judge(dataclasses.replace(request, comet=profile == "comet-workflow"))
+        phases["judge_s"] = time.monotonic() - mark
+        return judged
+
     def _endpoint(self) -> Endpoint:
         """Where the agent's model is served, as a kind: never the URL, which may carry a key or a token.
         The kind is enough to tell a scripted run on this machine from a provider's model (reports refuse
@@ -273,8 +307,9 @@ class Runner:
             return "none"
         return "local" if network.on_this_machine else "remote"
 
-    def _install(self, workspace: Workspace, treatment: Treatment) -> None:
-        """Put the treatment's skills where the agent looks, complete folders; write its instructions."""
+    def _install(self, workspace: Workspace, treatment: Treatment, profile: str) -> None:
+        """Put the treatment's skills where the agent looks, complete folders; write its instructions (the
+        profile's first: scaffold.workflow_setup) and register the workflow guard hook when it ships."""
         traits = self.agent.traits
         for skill in treatment.skills:
             dest = f"{traits.skills_dir}/{skill.name}"
@@ -287,5 +322,15 @@ class Runner:
             for child in sorted(skill.path.iterdir()):
                 if child.name not in NOT_THE_SKILL:
                     workspace.put(child, f"{dest}/{child.name}")
-        if treatment.claude_md:
-            workspace.write_text(traits.instructions_file, treatment.claude_md)
+        text = instructions(profile, treatment.claude_md)
+        if text is not None:
+            workspace.write_text(traits.instructions_file, text)
+        entry = next((s for s in treatment.skills if s.name == "comet"), None)
+        script = next(((rel, run) for rel, run in GUARD_SCRIPTS if entry and (entry.path / rel).is_file()), None)
+        if script is not None:
+            command = f"{script[1]} {workspace.root}/{traits.skills_dir}/comet/{script[0]}"
+            settings = hook_settings(self.agent.name, None, command)
+            if settings is not None:
+                settings = hook_settings(self.agent.name, workspace.read_text(settings[0]), command)
+            if settings is not None:
+                workspace.write_text(*settings)

@@ -40,6 +40,7 @@ IO_MODULES = (
     "pytest_comet",
     "pytest_comet.*",  # the plugin: pytest itself
     "scaffold.procs",  # runs processes
+    "scaffold.judge.transport",  # the LLM judge: HTTP to the model API, or its agent CLI's process
     "scaffold.session",  # makes the session's backend
     "scaffold.cli",  # every command, the model server's included
     "scaffold.agent_install",  # asks agent CLIs their version, runs npm and pip

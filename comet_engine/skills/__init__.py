@@ -13,6 +13,7 @@ from comet_engine.skills.package import (
     RuntimeCheck,
     SkillPackage,
     load_package,
+    load_package_texts,
 )
 from comet_engine.skills.resolve import BUILTIN_ROOT, Resolved, resolve
 from comet_engine.skills.snapshot import Snapshot, load_snapshot, skill_hash, write_snapshot
@@ -26,6 +27,7 @@ __all__ = [
     "SkillPackage",
     "Snapshot",
     "load_package",
+    "load_package_texts",
     "load_snapshot",
     "resolve",
     "skill_hash",

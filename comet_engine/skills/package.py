@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -40,6 +40,7 @@ __all__ = [
     "ScriptSource",
     "SkillPackage",
     "load_package",
+    "load_package_texts",
     "load_yaml_file",
 ]
 
@@ -53,6 +54,11 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _M = TypeVar("_M", bound=BaseModel)
 _UNION_TAGS = {"str", "ToolModel"}
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
+
+_Reader = Callable[[str], bytes | None]
+"""A package file's bytes by its package-relative POSIX path; None when there is no such file; OSError
+when it exists but cannot be read. One loader serves a folder on disk and files seen through another
+interface (``load_package_texts``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +136,17 @@ class SkillPackage:
 def load_yaml_file(path: Path, problems: list[str]) -> Any:
     """The parsed YAML of *path*, or None with a problem appended (unreadable, syntax error, not a mapping)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.append(f"{path}: cannot be read ({exc}); fix the file's permissions or encoding (UTF-8)")
+        return None
+    return _parse_yaml(path, data, problems)
+
+
+def _parse_yaml(path: Path, data: bytes, problems: list[str]) -> Any:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         problems.append(f"{path}: cannot be read ({exc}); fix the file's permissions or encoding (UTF-8)")
         return None
     try:
@@ -151,17 +166,40 @@ def load_yaml_file(path: Path, problems: list[str]) -> Any:
 def load_package(root: Path) -> SkillPackage:
     """Load the package at *root*; ``SkillPackageError`` lists every problem found."""
     root = Path(root)
-    problems: list[str] = []
     if not root.is_dir():
         raise SkillPackageError(
             f"{root}: not a skill package directory", [f"{root}: no such directory; pass a skill package folder"]
         )
+
+    def read(rel: str) -> bytes | None:
+        path = root / rel
+        return path.read_bytes() if path.is_file() else None
+
+    return _load(root, read)
+
+
+def load_package_texts(read_text: Callable[[str], str | None], *, label: str = "<package>") -> SkillPackage:
+    """Load and validate a package whose files are read through *read_text* (package-relative POSIX path
+    -> text, None when there is no such file): the same checks and messages as :func:`load_package`, no
+    file system. For callers that see a package through another interface, e.g. an evaluation reading
+    a generated package inside a workspace. *label* stands for the package's folder in every message
+    (and is the result's ``root``); script hashes are of the texts' UTF-8 bytes."""
+
+    def read(rel: str) -> bytes | None:
+        text = read_text(rel)
+        return None if text is None else text.encode("utf-8")
+
+    return _load(Path(label), read)
+
+
+def _load(root: Path, read: _Reader) -> SkillPackage:
+    problems: list[str] = []
     control = root / "comet"
-    skill_md = _read_skill_md(root, problems)
-    raw_skill = _require(control / "skill.yaml", problems)
-    raw_guardrails = _optional(control / "guardrails.yaml", problems)
-    checks_name, raw_checks = _checks_document(control, problems)
-    raw_eval = _optional(control / "eval.yaml", problems)
+    skill_md = _read_skill_md(root, read, problems)
+    raw_skill = _document(root, "comet/skill.yaml", read, problems, required=True)
+    raw_guardrails = _document(root, "comet/guardrails.yaml", read, problems, required=False)
+    checks_name, raw_checks = _checks_document(root, read, problems)
+    raw_eval = _document(root, "comet/eval.yaml", read, problems, required=False)
 
     definition = _validate(SkillModel, raw_skill, control / "skill.yaml", problems)
     guardrails_model = _validate(GuardrailsModel, raw_guardrails, control / "guardrails.yaml", problems)
@@ -173,7 +211,7 @@ def load_package(root: Path) -> SkillPackage:
     if definition is not None:
         _check_definition(definition, control / "skill.yaml", problems)
         _check_frontmatter(root, skill_md, definition.metadata.name, problems)
-        scripts = _scripts(root, definition, problems)
+        scripts = _scripts(root, read, definition, problems)
         guardrails = _guardrails(definition, guardrails_model, control / "guardrails.yaml", problems)
         if checks_model is not None or checks_name is None:
             checks_path = control / (checks_name or "checks.yaml")
@@ -197,40 +235,55 @@ def load_package(root: Path) -> SkillPackage:
 # --- files --------------------------------------------------------------------------------------------------
 
 
-def _read_skill_md(root: Path, problems: list[str]) -> str:
+def _read_skill_md(root: Path, read: _Reader, problems: list[str]) -> str:
     path = root / "SKILL.md"
-    if not path.is_file():
-        problems.append(f"{path}: missing; every skill package has a SKILL.md (what the agent reads)")
-        return ""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read("SKILL.md")
+        if data is None:
+            problems.append(f"{path}: missing; every skill package has a SKILL.md (what the agent reads)")
+            return ""
+        return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(f"{path}: cannot be read ({exc}); it must be UTF-8 text")
         return ""
 
 
-def _require(path: Path, problems: list[str]) -> Any:
-    if not path.is_file():
-        problems.append(f"{path}: missing; an engine-enabled package defines its workflow in comet/skill.yaml")
+def _document(root: Path, rel: str, read: _Reader, problems: list[str], *, required: bool) -> Any:
+    path = root / rel
+    try:
+        data = read(rel)
+    except OSError as exc:
+        problems.append(f"{path}: cannot be read ({exc}); fix the file's permissions or encoding (UTF-8)")
         return None
-    return load_yaml_file(path, problems)
+    if data is None:
+        if required:
+            problems.append(f"{path}: missing; an engine-enabled package defines its workflow in comet/skill.yaml")
+        return None
+    return _parse_yaml(path, data, problems)
 
 
-def _optional(path: Path, problems: list[str]) -> Any:
-    return load_yaml_file(path, problems) if path.is_file() else None
-
-
-def _checks_document(control: Path, problems: list[str]) -> tuple[str | None, Any]:
-    present = [name for name in ("checks.yaml", "evals.yaml") if (control / name).is_file()]
-    if len(present) == 2:
+def _checks_document(root: Path, read: _Reader, problems: list[str]) -> tuple[str | None, Any]:
+    control = root / "comet"
+    found: dict[str, bytes | None] = {}
+    for name in ("checks.yaml", "evals.yaml"):
+        try:
+            data = read(f"comet/{name}")
+        except OSError as exc:
+            problems.append(f"{control / name}: cannot be read ({exc}); fix the file's permissions or encoding (UTF-8)")
+            found[name] = None
+            continue
+        if data is not None:
+            found[name] = data
+    if len(found) == 2:
         problems.append(
             f"{control}: both checks.yaml and evals.yaml are present; they are the same runtime checks "
             "under two names: keep one and delete the other"
         )
         return None, None
-    if not present:
+    if not found:
         return None, None
-    return present[0], load_yaml_file(control / present[0], problems)
+    name, data = next(iter(found.items()))
+    return name, (None if data is None else _parse_yaml(control / name, data, problems))
 
 
 def _validate(model: type[_M], data: Any, path: Path, problems: list[str]) -> _M | None:
@@ -384,7 +437,7 @@ def _check_frontmatter(root: Path, skill_md: str, name: str, problems: list[str]
         )
 
 
-def _scripts(root: Path, definition: SkillModel, problems: list[str]) -> tuple[ScriptSource, ...]:
+def _scripts(root: Path, read: _Reader, definition: SkillModel, problems: list[str]) -> tuple[ScriptSource, ...]:
     found = []
     for index, tool in enumerate(_tool(t) for t in definition.tools):
         if tool.script is None:
@@ -399,11 +452,15 @@ def _scripts(root: Path, definition: SkillModel, problems: list[str]) -> tuple[S
         ):
             problems.append(f"{where}: {tool.script!r} leaves the package; use a path inside the package folder")
             continue
-        source = root / rel
-        if not source.is_file():
+        try:
+            data = read(rel.as_posix())
+        except OSError as exc:
+            problems.append(f"{where}: {tool.script!r} cannot be read ({exc})")
+            continue
+        if data is None:
             problems.append(f"{where}: {tool.script!r} does not exist in the package")
             continue
-        found.append(ScriptSource(rel.as_posix(), hashlib.sha256(source.read_bytes()).hexdigest()))
+        found.append(ScriptSource(rel.as_posix(), hashlib.sha256(data).hexdigest()))
     return tuple(sorted(found, key=lambda s: s.path))
 
 

@@ -17,6 +17,7 @@ Script (YAML)::
         text: "served on the third call"   # optional: after `times` failed calls (none: fail forever)
     usage: {input_tokens: 100, output_tokens: 20}   # optional, per response; missing counts estimated
     fallback_text: "OK"              # side requests, unmatched conversations, after the script's end
+    judge: {text: "[RUBRIC-JUDGE] task_completion: 0.9 - ..."}   # optional: tool-less judge requests
     cwd: /workspace                  # optional: overrides the working directory read from the request
     model: sonnet                    # optional: only requests whose model contains this are main
 

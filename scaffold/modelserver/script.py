@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import yaml
 from pydantic import Field, ValidationError
@@ -124,6 +124,9 @@ class Script(Model):
     conversations: tuple[Conversation, ...] | None = None
     usage: Usage | None = None
     fallback_text: Text = "OK"
+    judge: ScriptedResponse | None = None
+    """The answer to an LLM judge's request (a tool-less request asking for ``[RUBRIC-JUDGE]`` lines),
+    instead of ``fallback_text``: the judge calls the Messages API directly, without tools."""
     cwd: NonEmptyStr | None = None
     model: NonEmptyStr | None = None
 
@@ -304,7 +307,7 @@ class PlannedCall:
         return self.input if isinstance(self.input, str) else json.dumps(self.input, ensure_ascii=False)
 
 
-AnswerKind = Literal["script", "exhausted", "side", "unmatched"]
+AnswerKind = Literal["script", "exhausted", "side", "unmatched", "judge"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +341,10 @@ class Answer:
         }
 
 
+JUDGE_MARKER: Final = "[RUBRIC-JUDGE]"
+"""What marks a judge's request: its prompt asks for lines in this format (scaffold.judge.prompts)."""
+
+
 def is_side_request(script: Script, view: RequestView) -> bool:
     """A request outside the main conversation: no tools, or another model than the script's ``model``."""
     return not view.has_tools or (script.model is not None and script.model not in view.model)
@@ -358,6 +365,12 @@ def plan_answer(script: Script, view: RequestView) -> Answer:
     if view.json_schema is not None:
         fallback = json.dumps(example_json(view.json_schema, fallback), ensure_ascii=False)
     notes: dict[str, Any] = {"cwd": values["cwd"]}
+    if script.judge is not None and not view.has_tools and JUDGE_MARKER in view.opening_text:
+        judge = script.judge
+        text = str(fill_placeholders(judge.text, values))
+        usage = _usage(script.usage, judge.usage, view, text, ())
+        ident = _digest("msg", "judge", view.fingerprint)[:24]
+        return Answer("judge", ident, text, (), usage, notes=notes, error=judge.error)
     if is_side_request(script, view):
         reason = "no tools" if not view.has_tools else f"model {view.model!r} is not {script.model!r}"
         return _text_answer("side", fallback, script, view, {**notes, "reason": reason})

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Final, cast
 
-from scaffold.records import TrialRecord
+from scaffold.records import JudgeInfo, TrialRecord
 from scaffold.reports.comparable import Identities, mismatch
 from scaffold.reports.format import known
 from scaffold.reports.model import (
@@ -29,7 +29,10 @@ from scaffold.reports.model import (
     DimensionWeight,
     FailureCause,
     JudgeOverlay,
+    JudgeReason,
     JudgeRow,
+    JudgeSpend,
+    JudgeStatusCounts,
     Label,
     PassK,
     RawTotals,
@@ -52,6 +55,7 @@ from scaffold.stats import (
     TaskSummary,
     TreatmentStats,
     TrialOutcome,
+    calibrate,
     compare_treatments,
     summarize_tasks,
     summarize_treatments,
@@ -63,6 +67,13 @@ __all__ = ["build_analysis"]
 
 _EXAMPLES: Final = 5
 _DIMENSION_DRAWS: Final = 2_000
+# The rule dimension a judge dimension re-scores when their names differ: the generic judge's
+# task_completion is the rule rubric's completion seen by a model. Otherwise a judge dimension is
+# compared with the rule dimension of its own name (the comet judge's artifact_quality, spec_drift,
+# main_flow), when the records have one.
+_RULE_TWIN: Final = {"task_completion": "completion"}
+_CALIBRATED: Final = "task_completion"
+_JUDGE_STATUSES: Final = ("skipped", "failed")  # the order reasons are listed in
 
 
 # --- building ---------------------------------------------------------------------------------------------
@@ -95,6 +106,21 @@ class _Acc:
     dim_tasks: dict[tuple[str, str], dict[str, list[Any]]] = field(default_factory=dict)
     judge: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     judge_names: dict[str, None] = field(default_factory=dict)
+    # The judge (scaffold.records.JudgeInfo), raw set: statuses and reasons, and its own spend:
+    # treatment -> [trials, token trials, input, output, latency trials, latency s], and the costs.
+    judge_seen: bool = False
+    judge_status: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    judge_reasons: Counter[tuple[str, str]] = field(default_factory=Counter)
+    judge_spend: dict[str, list[Any]] = field(default_factory=dict)
+    judge_costs: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    judge_samples: int = 0
+    # Judge scores of analysis trials: (task, treatment) -> dimension -> [n, sum] for the paired
+    # comparison; (dimension, treatment) -> [paired n, judge sum, rule sum] against the rule twin, and
+    # the per-trial spreads; task_completion against the validators' verdict, trial by trial.
+    judge_tasks: dict[tuple[str, str], dict[str, list[Any]]] = field(default_factory=dict)
+    judge_pairs: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    judge_spread: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
+    calibration: list[tuple[float, bool]] = field(default_factory=list)
     # profile -> dimension -> weight (the first finite weight seen)
     weights: dict[str, dict[str, float]] = field(default_factory=dict)
     failures: dict[tuple[str, str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -203,7 +229,7 @@ def build_analysis(
         excluded=tuple(sorted(acc.excluded, key=_link_order)),
         flagged=tuple(sorted(acc.flagged, key=_link_order)),
         failures=_failures(acc, treatments),
-        judge=_judge(acc, treatments),
+        judge=_judge(acc, treatments, baseline, baseline_found),
         trials=tuple(sorted(acc.trials, key=_record_order)),
         problems=tuple(p if isinstance(p, UnreadableRecord) else _unreadable(p) for p in problems),
         notes=tuple(notes),
@@ -287,6 +313,8 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         else TrialOutcome(task, treatment, record.trial, None, None)
     )
     acc.raw.append(outcome)
+    if record.judge is not None:
+        _add_judge_run(acc, record.judge, treatment)
     if category == "excluded":
         acc.excluded_reasons[treatment][reason] += 1
         acc.excluded.append(link)
@@ -335,6 +363,7 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[s
     cell = acc.dim_tasks.setdefault(key, {})
     order = acc.dim_order
     weights = acc.weights.setdefault(record.profile, {}) if record.profile is not None else None
+    judged: dict[str, float] | None = None
     for position, dim in enumerate(record.dimensions):
         name = dim.name
         score = dim.score
@@ -344,6 +373,8 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[s
             acc.judge_names.setdefault(name)
             if score is not None:
                 acc.judge[(name, treatment)].append(score)
+                judged = judged if judged is not None else {}
+                judged[name] = score
             continue
         if position < order.get(name, position + 1):
             order[name] = position
@@ -364,6 +395,67 @@ def _add_dimensions(acc: _Acc, record: TrialRecord, treatment: str, key: tuple[s
             per_task = cell[name] = [0, 0.0]
         per_task[0] += 1
         per_task[1] += score
+    if judged:
+        _add_judge_scores(acc, record, judged, treatment, key)
+
+
+def _add_judge_run(acc: _Acc, judge: JudgeInfo, treatment: str) -> None:
+    """The judge's status and its own spend, for every trial (raw set): what it did and what it cost."""
+    acc.judge_seen = True
+    acc.judge_status[treatment][judge.status] += 1
+    if judge.status in _JUDGE_STATUSES:
+        acc.judge_reasons[(judge.status, judge.reason)] += 1
+    acc.judge_samples = max(acc.judge_samples, judge.samples)
+    sums = acc.judge_spend.get(treatment)
+    if sums is None:
+        sums = acc.judge_spend[treatment] = [0, 0, 0, 0, 0, 0.0]
+    sums[0] += 1
+    if judge.input_tokens is not None or judge.output_tokens is not None:
+        sums[1] += 1
+        sums[2] += judge.input_tokens or 0
+        sums[3] += judge.output_tokens or 0
+    if (cost := known(judge.cost_usd)) is not None:
+        acc.judge_costs[treatment].append(cost)
+    if (latency := known(judge.latency_s)) is not None:
+        sums[4] += 1
+        sums[5] += latency
+
+
+def _add_judge_scores(
+    acc: _Acc, record: TrialRecord, judged: Mapping[str, float], treatment: str, key: tuple[str, str]
+) -> None:
+    """One scored analysis trial's judge scores: per task (paired comparison), against the rule twin on the
+    same trial, the judge's spread, and task_completion against the validators. Only records with judge
+    scores come here, so the rule scores are gathered a second time only for them."""
+    rule = {
+        d.name: d.score
+        for d in record.dimensions
+        if d.source != JUDGE_SOURCE and d.score is not None and math.isfinite(d.score)
+    }
+    cell = acc.judge_tasks.setdefault(key, {})
+    spread = record.judge.spread if record.judge is not None else {}
+    for name, score in judged.items():
+        per_task = cell.get(name)
+        if per_task is None:
+            per_task = cell[name] = [0, 0.0]
+        per_task[0] += 1
+        per_task[1] += score
+        twin = rule.get(_RULE_TWIN.get(name, name))
+        if twin is not None:
+            pair = acc.judge_pairs.get((name, treatment))
+            if pair is None:
+                pair = acc.judge_pairs[(name, treatment)] = [0, 0.0, 0.0]
+            pair[0] += 1
+            pair[1] += score
+            pair[2] += twin
+        if (s := known(spread.get(name))) is not None:
+            acc.judge_spread[(name, treatment)].append(s)
+    if _CALIBRATED in judged:
+        # The validators' verdict alone (every counted check passed), not the trial's verdict, which
+        # hard failures of the rubric also decide: the judge is asked whether the task was done.
+        counted = [c.status == "passed" for c in record.checks if c.status != "skipped"]
+        if counted:
+            acc.calibration.append((judged[_CALIBRATED], all(counted)))
 
 
 def _add_failures(acc: _Acc, link: TrialLink, treatment: str) -> None:
@@ -558,15 +650,29 @@ def _failures(acc: _Acc, treatments: Sequence[str]) -> tuple[FailureCause, ...]:
     return tuple(sorted(rows, key=lambda r: (order[r.treatment], -r.trials, r.kind, r.name)))
 
 
-def _judge(acc: _Acc, treatments: Sequence[str]) -> JudgeOverlay | None:
-    if not acc.judge_names:
-        return None
-    rows = []
+def _judge(acc: _Acc, treatments: Sequence[str], baseline: str, baseline_found: bool) -> JudgeOverlay | None:
+    if not acc.judge_names and not acc.judge_seen:
+        return None  # no judge anywhere: every report stays as it is without one
     names = tuple(sorted(acc.judge_names))
+    per_task: dict[str, list[TaskSummary]] = defaultdict(list)
+    # By (treatment, task), as the rule dimensions' comparisons see their tasks.
+    for (task, treatment), cell in sorted(acc.judge_tasks.items(), key=lambda item: (item[0][1], item[0][0])):
+        for name, (n, total) in cell.items():
+            per_task[name].append(TaskSummary(task, treatment, n, 0, 0, n, math.nan, total / n))
+    rows = []
     for name in names:
+        twin = _RULE_TWIN.get(name, name)
+        rule_dimension = twin if twin in acc.dim_order else None
         for t in treatments:
             values = acc.judge.get((name, t), [])
             n = len(values)
+            paired, judge_sum, rule_sum = acc.judge_pairs.get((name, t), (0, 0.0, 0.0))
+            spreads = acc.judge_spread.get((name, t), [])
+            difference: PairedComparison | Insufficient | None = None
+            if baseline_found and t != baseline:
+                difference = compare_treatments(
+                    per_task[name], baseline, t, "mean_score", min_tasks=MIN_TASKS, draws=_DIMENSION_DRAWS
+                )
             rows.append(
                 JudgeRow(
                     t,
@@ -574,6 +680,55 @@ def _judge(acc: _Acc, treatments: Sequence[str]) -> JudgeOverlay | None:
                     n,
                     math.fsum(values) / n if n else math.nan,
                     statistics.stdev(values) if n > 1 else math.nan,
+                    rule_dimension=rule_dimension,
+                    paired=paired,
+                    rule_mean=rule_sum / paired if paired else math.nan,
+                    judge_mean_paired=judge_sum / paired if paired else math.nan,
+                    spread=math.fsum(spreads) / len(spreads) if spreads else math.nan,
+                    spread_trials=len(spreads),
+                    difference=difference,
                 )
             )
-    return JudgeOverlay(names, tuple(rows))
+    status = tuple(_judge_status(acc, t, (t,)) for t in treatments)
+    reasons = sorted(
+        (JudgeReason(st, reason, n) for (st, reason), n in acc.judge_reasons.items()),
+        key=lambda r: (_JUDGE_STATUSES.index(r.status), -r.trials, r.reason),
+    )
+    pairs = acc.calibration
+    return JudgeOverlay(
+        names,
+        tuple(rows),
+        status=status,
+        total=_judge_status(acc, "", treatments),
+        reasons=tuple(reasons),
+        spend=tuple(_judge_spend(acc, t) for t in treatments),
+        calibration=calibrate([p[0] for p in pairs], [p[1] for p in pairs]) if _CALIBRATED in acc.judge_names else None,
+        samples=acc.judge_samples,
+    )
+
+
+def _judge_status(acc: _Acc, label: str, treatments: Iterable[str]) -> JudgeStatusCounts:
+    statuses: Counter[str] = Counter()
+    trials = 0
+    for t in treatments:
+        statuses.update(acc.judge_status.get(t, {}))
+        trials += sum(acc.verdicts[t].values())
+    return JudgeStatusCounts(label, trials, statuses["enabled_and_successful"], statuses["skipped"], statuses["failed"])
+
+
+def _judge_spend(acc: _Acc, treatment: str) -> JudgeSpend:
+    trials, token_trials, input_tokens, output_tokens, latency_trials, latency = acc.judge_spend.get(
+        treatment, (0, 0, 0, 0, 0, 0.0)
+    )
+    costs = acc.judge_costs.get(treatment, [])
+    return JudgeSpend(
+        treatment,
+        trials,
+        token_trials,
+        input_tokens,
+        output_tokens,
+        len(costs),
+        math.fsum(costs) if costs else None,
+        latency_trials,
+        latency,
+    )

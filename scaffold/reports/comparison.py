@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scaffold.reports.markdown import render
-from scaffold.reports.model import Analysis
+from scaffold.reports.model import JUDGE_REASONS, Analysis
 from scaffold.reports.verdicts import EXCLUDED_SHARE_LIMIT, MIN_TASKS
 
 __all__ = ["ROW_LIMIT", "render_comparison"]
@@ -23,4 +23,5 @@ def render_comparison(analysis: Analysis, title: str = "") -> str:
         min_tasks=MIN_TASKS,
         excluded_limit=EXCLUDED_SHARE_LIMIT,
         row_limit=ROW_LIMIT,
+        judge_reasons=JUDGE_REASONS,
     )

@@ -1,8 +1,9 @@
 """``report.html``: one self-contained page built from an ``Analysis`` (scaffold.reports.analysis).
 
 The page is the verdict first, then the treatment comparison with 95% intervals, the task x treatment
-matrix coloured by pass rate, cost against quality, rubric dimension differences to the baseline, spend
-and runtime, data quality, failure attribution, and the links to the trials. Inline CSS and inline SVG
+matrix coloured by pass rate, cost against quality, rubric dimension differences to the baseline, the LLM
+judge when records carry one (statuses, rule vs judge, its cost, its calibration), spend and runtime, data
+quality, failure attribution, and the links to the trials. Inline CSS and inline SVG
 only: no JavaScript, no fonts, images or styles fetched from anywhere, so it opens offline, in a CI
 artifact viewer or from a mail attachment, and prints (print styles keep the colours and drop the
 scroll boxes).
@@ -33,7 +34,7 @@ from markupsafe import Markup
 
 from scaffold.reports.format import interval as interval_of
 from scaffold.reports.format import known, money, number, percent, short_number, signed_points
-from scaffold.reports.model import Analysis, Cell, FailureCause, TreatmentVerdict, TrialLink
+from scaffold.reports.model import JUDGE_REASONS, Analysis, Cell, FailureCause, TreatmentVerdict, TrialLink
 from scaffold.reports.svg import Point, Row, clean, interval_chart, scatter_chart, symmetric_domain
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 from scaffold.stats.paired import MONTE_CARLO_DRAWS
@@ -383,6 +384,7 @@ def render_html(analysis: Analysis) -> str:
         failures=_top_failures(a.failures),
         total_trials=sum(len(c.links) for c in a.cells.values()),
         mc_draws=MONTE_CARLO_DRAWS,
+        judge_reasons=JUDGE_REASONS,
     )
 
 

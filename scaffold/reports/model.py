@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 
 from scaffold.records import TrialError
 from scaffold.stats import (
+    Calibration,
     Estimate,
     Insufficient,
     KPlan,
@@ -33,6 +34,7 @@ from scaffold.stats import (
 __all__ = [
     "INCONCLUSIVE",
     "INSUFFICIENT",
+    "JUDGE_REASONS",
     "Analysis",
     "Cell",
     "Counts",
@@ -41,7 +43,10 @@ __all__ = [
     "ExclusionCheck",
     "FailureCause",
     "JudgeOverlay",
+    "JudgeReason",
     "JudgeRow",
+    "JudgeSpend",
+    "JudgeStatusCounts",
     "Label",
     "Mismatch",
     "PassK",
@@ -409,22 +414,148 @@ class FailureCause:
 
 @dataclass(frozen=True, slots=True)
 class JudgeRow:
-    """One judge dimension under one treatment (analysis set)."""
+    """One judge dimension under one treatment (analysis set, scored trials the judge scored)."""
 
     treatment: str
     dimension: str
     n: int
     mean: float
     sd: float
+    rule_dimension: str | None = None
+    """The rule dimension this judge dimension re-scores: the same name (the comet judge's
+    artifact_quality, spec_drift, main_flow), ``completion`` for the generic judge's ``task_completion``;
+    None when no record has such a rule dimension (output_quality, custom_0, ...)."""
+    paired: int = 0
+    """Judged trials that also have a rule score of ``rule_dimension`` (N/A rule scores left out)."""
+    rule_mean: float = math.nan
+    """Mean rule score over the ``paired`` trials; NaN without any."""
+    judge_mean_paired: float = math.nan
+    """Mean judge score over the same ``paired`` trials (``gap`` compares like with like)."""
+    spread: float = math.nan
+    """Mean over trials of the judge's own spread (sd of its ``--judge-samples`` answers); NaN when no
+    trial was judged twice or more."""
+    spread_trials: int = 0
+    difference: PairedComparison | Insufficient | None = None
+    """Treatment minus baseline of per-task judge means, paired over tasks, as rule dimensions get it;
+    None for the baseline itself (and without a baseline)."""
+
+    @property
+    def gap(self) -> float:
+        """Judge minus rule over the paired trials (positive: the judge is more generous); NaN without."""
+        return self.judge_mean_paired - self.rule_mean if self.paired else math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeStatusCounts:
+    """Judge statuses of one treatment's trials (or of all, ``treatment`` ""), raw set: every trial."""
+
+    treatment: str
+    trials: int
+    successful: int
+    """``enabled_and_successful``."""
+    skipped: int
+    failed: int
+
+    @property
+    def not_judged(self) -> int:
+        """Trials whose record carries no judge information (the judge was not enabled for them)."""
+        return self.trials - self.successful - self.skipped - self.failed
+
+
+JUDGE_REASONS: Final = 5
+"""Distinct skipped or failed judge reasons a report lists (failed ones carry HTTP bodies, so they vary);
+the rest are counted, and every trial's reason is in results.jsonl."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeReason:
+    """Why trials' judging was skipped or failed: one row per (status, reason), most trials first."""
+
+    status: str
+    reason: str
+    trials: int
+
+    @property
+    def text(self) -> str:
+        """As the record and every report say it: "skipped - BENCH_JUDGE_MODEL is required ..."."""
+        return f"{self.status} - {self.reason}" if self.reason else self.status
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpend:
+    """The judge's own tokens, cost and latency for one treatment's trials (raw set), never part of the
+    agent's ``Spend``: the judge is the harness's expense, not the treatment's."""
+
+    treatment: str
+    trials: int
+    """Trials whose record carries judge information."""
+    token_trials: int
+    input_tokens: int
+    output_tokens: int
+    cost_trials: int
+    cost_usd: float | None
+    """Total; None when no trial reported a judge cost."""
+    latency_trials: int
+    latency_s: float
+    """Total seconds of the judge calls that reported one."""
+
+    @property
+    def mean_cost_usd(self) -> float | None:
+        return self.cost_usd / self.cost_trials if self.cost_usd is not None and self.cost_trials else None
+
+    @property
+    def mean_latency_s(self) -> float | None:
+        return self.latency_s / self.latency_trials if self.latency_trials else None
+
+    def mean_tokens(self, kind: str) -> float | None:
+        """Mean per reporting trial of "input" or "output" tokens."""
+        total: int = getattr(self, f"{kind}_tokens")
+        return total / self.token_trials if self.token_trials else None
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeOverlay:
     """LLM-judge scores shown beside the rule-based scores, never replacing them. Judge dimensions are
-    the record dimensions marked ``"source": "judge"``; they are left out of the rubric tables."""
+    the record dimensions marked ``"source": "judge"``; they are left out of the rubric tables. Present
+    when any record carries judge information or a judge score."""
 
     dimensions: tuple[str, ...]
     rows: tuple[JudgeRow, ...]
+    """One per (judge dimension, treatment), in ``dimensions`` x ``Analysis.treatments`` order."""
+    status: tuple[JudgeStatusCounts, ...] = ()
+    """One per treatment, in ``Analysis.treatments`` order."""
+    total: JudgeStatusCounts = JudgeStatusCounts("", 0, 0, 0, 0)
+    reasons: tuple[JudgeReason, ...] = ()
+    """Skipped reasons first, then failed ones; within each most trials first."""
+    spend: tuple[JudgeSpend, ...] = ()
+    """One per treatment, in ``Analysis.treatments`` order."""
+    calibration: Calibration | None = None
+    """The judge's ``task_completion`` against the validators' verdict over every analysis trial having
+    both; None when no trial has a judge ``task_completion`` (the comet judge gives none)."""
+    samples: int = 0
+    """The most answers the judge gave one trial (``--judge-samples``)."""
+
+    @property
+    def overlaid(self) -> tuple[JudgeRow, ...]:
+        """Rows of judge dimensions that have a rule twin: the "rule vs judge" table."""
+        return tuple(r for r in self.rows if r.rule_dimension is not None)
+
+    @property
+    def spread_shown(self) -> bool:
+        return any(r.spread_trials for r in self.rows)
+
+    @property
+    def spend_shown(self) -> bool:
+        """Some judge call reported tokens, a cost or a latency (never when every judge was skipped)."""
+        return any(s.token_trials or s.cost_trials or s.latency_trials for s in self.spend)
+
+    @property
+    def all_skipped(self) -> bool:
+        """Every trial's judge was skipped (so no judge was called at all)."""
+        return self.total.trials > 0 and self.total.skipped == self.total.trials
+
+    def reasons_of(self, status: str) -> tuple[JudgeReason, ...]:
+        return tuple(r for r in self.reasons if r.status == status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -527,7 +658,7 @@ class Analysis:
     failures: tuple[FailureCause, ...]
     """Failure attribution on the analysis set, sorted by treatment then most trials first."""
     judge: JudgeOverlay | None
-    """None when no record carries judge dimensions."""
+    """None when no record carries judge information or judge dimensions."""
     trials: tuple[TrialLink, ...]
     """Every trial of the raw set, sorted by (task, treatment, trial, experiment, case id)."""
     problems: tuple[UnreadableRecord, ...]

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from scaffold.records import TrialRecord
+from scaffold.records import JudgeInfo, TrialRecord
 from scaffold.reports.format import known
 from scaffold.reports.model import TrialFiles, UnreadableRecord
 from scaffold.rubrics import JUDGE_SOURCE
@@ -37,7 +37,7 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         target = judge if dim.source == JUDGE_SOURCE else rubric
         target[dim.name] = known(dim.score)
     agent = record.agent
-    return {
+    row: dict[str, Any] = {
         "schema": RESULTS_SCHEMA,
         "schema_version": RESULTS_SCHEMA_VERSION,
         "experiment_id": record.experiment_id,
@@ -74,6 +74,29 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "errors": [e.type or "error" for e in record.errors],
         "record": files.record if files else None,
         "streams": list(files.streams) if files else [],
+    }
+    if record.judge is not None:
+        # Only when the judge was enabled for the trial: results.jsonl of runs without a judge stays as it
+        # was, byte for byte (a new field within the version, which readers ignore when they do not know it).
+        row["judge_info"] = _judge_info(record.judge)
+    return row
+
+
+def _judge_info(judge: JudgeInfo) -> dict[str, Any]:
+    """The judge's run: status, reason, who judged, samples and spread, and its own spend (never in ``cost_usd``)."""
+    return {
+        "status": judge.status,
+        "reason": judge.reason or None,
+        "agent": judge.agent,
+        "model": judge.model,
+        "transport": judge.transport,
+        "samples": judge.samples,
+        "spread": {name: known(value) for name, value in sorted(judge.spread.items())},
+        "input_tokens": judge.input_tokens,
+        "output_tokens": judge.output_tokens,
+        "cost_usd": known(judge.cost_usd),
+        "latency_s": known(judge.latency_s),
+        "session_id": judge.session_id,
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from scaffold.reports.comparison import ROW_LIMIT
 from scaffold.reports.markdown import render
-from scaffold.reports.model import Analysis
+from scaffold.reports.model import JUDGE_REASONS, Analysis
 
 __all__ = ["render_summary"]
 
@@ -28,4 +28,5 @@ def render_summary(analysis: Analysis, title: str) -> str:
         errors=[t for t in trials if t.verdict == "error"],
         noisy=[t for t in trials if t.category != "included"],
         row_limit=ROW_LIMIT,
+        judge_reasons=JUDGE_REASONS,
     )

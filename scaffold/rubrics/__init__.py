@@ -82,8 +82,9 @@ class RubricResult:
 
 
 def weighted_score(dimensions: Sequence[Dimension]) -> float | None:
-    """sum(w*s) / sum(w) over applicable dimensions; None when none applies."""
-    applicable = [d for d in dimensions if d.score is not None and d.weight > 0]
+    """sum(w*s) / sum(w) over applicable rule dimensions; None when none applies. Judge dimensions never
+    count: the judge is shown beside the rule scores, never mixed into them."""
+    applicable = [d for d in dimensions if d.score is not None and d.weight > 0 and d.source != JUDGE_SOURCE]
     total = sum(d.weight for d in applicable)
     if not total:
         return None

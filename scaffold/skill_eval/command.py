@@ -113,6 +113,9 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     agent.add_argument(
         "--judge-base-url", metavar="URL", help="the judge's API (default: judge.baseUrl, $BENCH_JUDGE_BASE_URL)"
     )
+    agent.add_argument(
+        "--judge-samples", type=int, default=1, metavar="N", help="judge each trial N times (default: 1)"
+    )
     agent.add_argument("--profile", metavar="NAME", help="evaluation profile (default: skill.profile, else the task's)")
     run = parser.add_argument_group("how to run it")
     run.add_argument("--backend", metavar="NAME", help="workspace backend: local (default) or docker")
@@ -177,6 +180,8 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         for flag, setting in zip(("judge-agent", "judge-model", "judge-base-url"), plan.judge, strict=True):
             if setting.value:
                 out.append(f"--comet-{flag}={setting.value}")
+    if args.judge_samples != 1:
+        out.append(f"--comet-judge-samples={args.judge_samples}")
     if args.treatment:
         out.append("--comet-treatment=" + ",".join(plan.treatments))
     out += [f"--comet-gate={gate}" for gate in args.gate]

@@ -71,9 +71,15 @@ Power (``tasks_needed``, ``trials_needed``)
 Excluded trials (``impute_excluded``, ``fisher_exact``)
     The per-task summaries with excluded trials put back as passes or failures, for the verdict's
     bounds (scaffold.reports.verdicts); Fisher's exact test of two exclusion rates.
+
+Agreement (``calibrate``, ``cohen_kappa``, ``pearson``)
+    A scoring rater (the LLM judge's task_completion) against a pass/fail truth (the validators):
+    agreement at a threshold, Cohen's kappa and the point-biserial correlation, "insufficient" below 10
+    trials or with one class only (scaffold.stats.agreement).
 """
 
 from scaffold.stats.aggregate import TreatmentStats, summarize_treatments
+from scaffold.stats.agreement import Calibration, calibrate, cohen_kappa, pearson
 from scaffold.stats.exclusions import fisher_exact, impute_excluded
 from scaffold.stats.outcomes import TaskSummary, TrialOutcome, outcomes_from_records, summarize_tasks
 from scaffold.stats.paired import (
@@ -89,6 +95,7 @@ from scaffold.stats.power import SampleSize, t_test_power, tasks_needed, trials_
 from scaffold.stats.rates import Estimate, Rate, mean_over_tasks, wilson_interval
 
 __all__ = [
+    "Calibration",
     "Estimate",
     "Insufficient",
     "KPlan",
@@ -100,6 +107,8 @@ __all__ = [
     "TreatmentStats",
     "TrialOutcome",
     "binomial_floor",
+    "calibrate",
+    "cohen_kappa",
     "compare_treatments",
     "fisher_exact",
     "impute_excluded",
@@ -109,6 +118,7 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "pass_hat_k_observed",
+    "pearson",
     "plan_ks",
     "sign_flip_p_value",
     "summarize_tasks",

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
-__all__ = ["CheckStatus", "ValidationCheck", "ValidationOutcome", "parse_results"]
+__all__ = ["CheckStatus", "ValidationCheck", "ValidationOutcome", "parse_outputs", "parse_results"]
 
 CheckStatus = Literal["passed", "failed", "skipped"]
 _PASSED = {"passed", "pass", "ok", "success", "succeeded", "true"}
@@ -36,6 +36,9 @@ class ValidationOutcome:
 
     checks: tuple[ValidationCheck, ...] = ()
     expected_artifacts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    """The task's ``[evaluation] outputs`` with the ``outputs`` its validators reported over them (a later
+    script's value over an earlier one's): what the profile's rubric reads (RubricInput.outputs)."""
 
     @property
     def counted(self) -> tuple[ValidationCheck, ...]:
@@ -75,17 +78,45 @@ def parse_results(results_json: str | None, stdout: str, source: str) -> list[Va
                 'expected {"passed": [...], "failed": [...]} or {"checks": [...]}',
             )
         ]
-    for line in reversed(stdout.strip().splitlines()):
-        line = line.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for data in _json_lines_last_first(stdout):
         checks = _from_object(data, source)
         if checks is not None:
             return checks
+    return None
+
+
+def parse_outputs(results_json: str | None, stdout: str, source: str) -> tuple[dict[str, str], list[ValidationCheck]]:
+    """The ``outputs`` object (names to strings) of the results :func:`parse_results` reads, from the same
+    object; and a failed check for each malformed entry, so a validator's mistake shows instead of
+    silently leaving the task's value in place."""
+    data = _results_object(results_json, stdout)
+    if not isinstance(data, dict) or "outputs" not in data:
+        return {}, []
+    raw = data["outputs"]
+    if not isinstance(raw, dict):
+        return {}, [ValidationCheck("outputs", "failed", source, "'outputs' must be an object of strings")]
+    outputs: dict[str, str] = {}
+    problems: list[ValidationCheck] = []
+    for key, value in raw.items():
+        if isinstance(value, str):
+            outputs[str(key)] = value
+        else:
+            problems.append(
+                ValidationCheck(f"outputs.{key}", "failed", source, f"an output must be a string (got {value!r})")
+            )
+    return outputs, problems
+
+
+def _results_object(results_json: str | None, stdout: str) -> Any:
+    """The object parse_results reads checks from: the results file's, else the last results line's."""
+    if results_json is not None:
+        try:
+            return json.loads(results_json)
+        except json.JSONDecodeError:
+            return None
+    for data in _json_lines_last_first(stdout):
+        if isinstance(data, dict) and ("checks" in data or "passed" in data or "failed" in data):
+            return data
     return None
 
 
@@ -133,3 +164,15 @@ def _from_entry(index: int, item: Any, source: str) -> ValidationCheck:
     if text in _SKIPPED:
         return ValidationCheck(name, "skipped", source, reason)
     return ValidationCheck(name, "failed", source, f"unknown status {raw!r}" + (f"; {reason}" if reason else ""))
+
+
+def _json_lines_last_first(stdout: str) -> Iterator[Any]:
+    """The JSON values of the output lines that hold a JSON object, the last line first (a script prints
+    its results last)."""
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                continue

@@ -2,27 +2,40 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from scaffold.process_output import ProcessResult
 from scaffold.tasks import Task
-from scaffold.validation.results import ValidationCheck, ValidationOutcome, parse_results
+from scaffold.validation.results import ValidationCheck, ValidationOutcome, parse_outputs, parse_results
 from scaffold.workspaces.base import Workspace
-from scaffold.workspaces.layout import RESULTS_FILE, SHIM_DIR, VALIDATION_DIR, shim_files
+from scaffold.workspaces.layout import CONTEXT_FILE, RESULTS_FILE, SHIM_DIR, VALIDATION_DIR, shim_files
 
 __all__ = ["validate"]
 
 
-def validate(task: Task, workspace: Workspace, log_dir: Path) -> ValidationOutcome:
+def validate(
+    task: Task, workspace: Workspace, log_dir: Path, context: Mapping[str, object] | None = None
+) -> ValidationOutcome:
     """Artifact checks, then each test script with the validation timeout.
 
     The caller has begun the validation phase (``Workspace.begin_validation``): the agent is done.
     A script that crashes or times out is a failed check with its reason, never a harness error.
+    *context* (task, treatment, trial, run_id) is written, with the task's outputs, to
+    ``_test_context.json`` before the first check, for scripts that read it (``load_test_context``).
     """
     spec = task.spec.validation
+    outputs = dict(task.spec.evaluation.outputs)
+    if spec.test_scripts:
+        # Written here, where the scripts are copied in: after begin_validation, so whatever the agent
+        # left under this name is replaced, and before any check; never an artifact (filtered below).
+        workspace.write_text(
+            CONTEXT_FILE, json.dumps({**(context or {}), "outputs": outputs}, indent=2, ensure_ascii=False) + "\n"
+        )
     checks: list[ValidationCheck] = []
     for pattern in spec.target_artifacts:
-        matches = workspace.glob(pattern)
+        matches = _artifacts(workspace, pattern)
         checks.append(
             ValidationCheck(
                 f"artifact {pattern}",
@@ -31,7 +44,7 @@ def validate(task: Task, workspace: Workspace, log_dir: Path) -> ValidationOutco
                 f"found {', '.join(matches[:3])}" if matches else "no file matches",
             )
         )
-    expected = {g: tuple(workspace.glob(g)) for g in task.spec.evaluation.expected_artifacts}
+    expected = {g: tuple(_artifacts(workspace, g)) for g in task.spec.evaluation.expected_artifacts}
 
     shared = workspace.validation_pythonpath
     if spec.test_scripts:
@@ -50,8 +63,27 @@ def validate(task: Task, workspace: Workspace, log_dir: Path) -> ValidationOutco
             stdout_path=log_dir / "validation" / f"{stem}.stdout.log",
             stderr_path=log_dir / "validation" / f"{stem}.stderr.log",
         )
-        checks.extend(_script_checks(script, result, workspace.read_text(RESULTS_FILE), spec.timeout))
-    return ValidationOutcome(tuple(checks), expected)
+        results_json = workspace.read_text(RESULTS_FILE)
+        checks.extend(_script_checks(script, result, results_json, spec.timeout))
+        if not result.timed_out:
+            reported, problems = parse_outputs(results_json, result.stdout(), f"script:{script}")
+            outputs.update({k: _workspace_relative(v, workspace.root) for k, v in reported.items()})
+            checks.extend(problems)
+    return ValidationOutcome(tuple(checks), expected, outputs)
+
+
+def _artifacts(workspace: Workspace, pattern: str) -> list[str]:
+    """What *pattern* matches, without the harness's context file: it is no artifact of the agent's."""
+    return [m for m in workspace.glob(pattern) if m != CONTEXT_FILE]
+
+
+def _workspace_relative(value: str, root: str) -> str:
+    """An absolute path inside the workspace as a workspace-relative one, so a validator that reports
+    ``Path.cwd() / "pkg"`` gives the same output on every backend (rubrics read files by relative path)."""
+    prefix = root.rstrip("/") + "/"
+    if value.startswith(prefix):
+        return value[len(prefix) :].rstrip("/") or "."
+    return value
 
 
 def _interpreter(script: str, workspace: Workspace) -> list[str]:

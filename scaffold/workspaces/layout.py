@@ -12,9 +12,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from scaffold.python.validation.core import RESULTS_FILE
+from scaffold.python.validation.core import CONTEXT_FILE, RESULTS_FILE
 
-__all__ = ["RESULTS_FILE", "SHIM_DIR", "SOLUTION_DIR", "VALIDATION_DIR", "shim_files", "write_shim"]
+__all__ = ["CONTEXT_FILE", "RESULTS_FILE", "SHIM_DIR", "SOLUTION_DIR", "VALIDATION_DIR", "shim_files", "write_shim"]
 
 VALIDATION_DIR: Final = ".eval-validation"
 """Where the task's validation folder is copied, after the agent (a name, not a trigger: the validation

@@ -286,3 +286,39 @@ def test_skill_md_front_matter_name_must_match(tmp_path: Path) -> None:
 
 def test_package_errors_are_definition_errors() -> None:
     assert issubclass(SkillPackageError, DefinitionError)
+
+
+def _texts(root: Path) -> Any:
+    """A reader over *root* that is no file system for the loader: package-relative path -> text."""
+    files = {p.relative_to(root).as_posix(): p.read_text() for p in root.rglob("*") if p.is_file()}
+    return files.get
+
+
+def test_a_package_loads_from_its_texts_as_from_its_folder() -> None:
+    from comet_engine.skills import load_package_texts
+
+    on_disk = load_package(EXAMPLE)
+    from_texts = load_package_texts(_texts(EXAMPLE), label="pkg")
+    assert from_texts.definition == on_disk.definition
+    assert (from_texts.guardrails, from_texts.checks, from_texts.scripts) == (
+        on_disk.guardrails,
+        on_disk.checks,
+        on_disk.scripts,
+    )
+    assert from_texts.eval_manifest == on_disk.eval_manifest
+    assert from_texts.root == Path("pkg")
+
+
+def test_a_package_from_texts_reports_the_folders_problems_under_its_label(tmp_path: Path) -> None:
+    from comet_engine.skills import load_package_texts
+
+    skill = minimal_skill(skills=[])  # step one invokes an undeclared skill
+    root = write_package(tmp_path / "pkg", skill, checks={"runtime": []}, evals={"runtime": []})
+    with pytest.raises(SkillPackageError) as on_disk:
+        load_package(root)
+    with pytest.raises(SkillPackageError) as from_texts:
+        load_package_texts(_texts(root), label=str(root))
+    assert from_texts.value.problems == on_disk.value.problems
+    assert len(on_disk.value.problems) == 2  # the undeclared ref, and checks.yaml beside evals.yaml
+    with pytest.raises(SkillPackageError, match=r"gen/comet/skill.yaml: missing"):
+        load_package_texts({"SKILL.md": "x"}.get, label="gen")

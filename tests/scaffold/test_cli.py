@@ -277,7 +277,7 @@ def test_installed_comet_script(broken: TaskFactory) -> None:
     assert version.stdout == f"comet-eval {__version__}\n"
     assert check.returncode == 1
     assert "names unknown treatment 'SKILL_NOPE'" in check.stdout
-    assert "unknown evaluation profile; known: generic (got 'nope')" in check.stdout
+    assert "unknown evaluation profile; known: authoring-skill, comet-workflow, generic (got 'nope')" in check.stdout
     assert check.stderr.strip() == "6 problem(s); 7 task(s) checked"
 
 

@@ -31,6 +31,8 @@ def _never(data: Any) -> Any:
 def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry holding only the built-in generic profile, undone after the test."""
     monkeypatch.setattr(profiles, "_REGISTRY", {GENERIC: get_profile(GENERIC)})
+    # The other built-ins (comet-workflow, authoring-skill) are registered on first use: kept out here.
+    monkeypatch.setattr(profiles, "_ensure_builtins", lambda: None)
 
 
 @pytest.fixture

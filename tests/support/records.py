@@ -13,7 +13,18 @@ import msgspec
 
 from scaffold.records import TrialRecord
 
-__all__ = ["INCLUDED", "changed", "dims", "rec", "record_of", "suite", "tasks"]
+__all__ = [
+    "INCLUDED",
+    "SKIPPED_NO_MODEL",
+    "changed",
+    "dims",
+    "judge_info",
+    "judged",
+    "rec",
+    "record_of",
+    "suite",
+    "tasks",
+]
 
 
 def record_of(data: Mapping[str, Any]) -> TrialRecord:
@@ -89,3 +100,22 @@ def dims(completion: float | None, skill: float | None, judge: float | None = No
     if judge is not None:
         found.append({"name": "output_quality", "weight": 1.0, "score": judge, "reason": "", "source": "judge"})
     return tuple(found)
+
+
+SKIPPED_NO_MODEL = "BENCH_JUDGE_MODEL is required when BENCH_LLM_JUDGE=1"
+
+
+def judge_info(status: str = "enabled_and_successful", reason: str = "", **fields: Any) -> dict[str, Any]:
+    """A record's ``judge`` part (scaffold.records.JudgeInfo) in its JSON form. A successful judge gets
+    the agent, model and transport of a direct HTTP call and one sample unless *fields* say otherwise."""
+    if status == "enabled_and_successful":
+        fields = {"agent": "claude-code", "model": "judge-model", "transport": "http", "samples": 1, **fields}
+    return {"status": status, "reason": reason, **fields}
+
+
+def judged(**scores: float | None) -> tuple[dict[str, Any], ...]:
+    """Judge dimensions (``source: "judge"``), one per keyword: ``judged(task_completion=0.8)``."""
+    return tuple(
+        {"name": name, "weight": 1.0, "score": score, "reason": "judged", "source": "judge"}
+        for name, score in scores.items()
+    )

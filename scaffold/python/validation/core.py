@@ -23,8 +23,43 @@ from pathlib import Path
 from typing import Any
 
 RESULTS_FILE = "_test_results.json"
+CONTEXT_FILE = "_test_context.json"
+"""Written by the harness into the workspace before the validation scripts run: the task, treatment,
+trial, run id and the task's outputs (read it with :func:`load_test_context`)."""
 
-__all__ = ["RESULTS_FILE", "json_path_lookup", "json_path_steps", "run_checks", "write_test_results"]
+__all__ = [
+    "CONTEXT_FILE",
+    "RESULTS_FILE",
+    "json_path_lookup",
+    "json_path_steps",
+    "load_test_context",
+    "run_checks",
+    "write_test_results",
+]
+
+
+def load_test_context(path: str | os.PathLike[str] = CONTEXT_FILE) -> dict[str, Any]:
+    """The trial's context: ``{"task", "treatment", "trial", "run_id", "outputs": {...}}``.
+
+    *path* defaults to ``_test_context.json`` in the working directory (the workspace). A missing file
+    is a ``FileNotFoundError`` saying who writes it; a file that is not a JSON object, a ``ValueError``.
+    """
+    target = Path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{target}: no test context here; the harness writes {CONTEXT_FILE} into the workspace before "
+            "validation scripts run (run this script through a trial, from the workspace folder, or pass "
+            "the file's path)"
+        ) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{target}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{target}: expected a JSON object, got {type(data).__name__}")
+    return data
 
 
 def write_test_results(results: Mapping[str, Any], path: str | os.PathLike[str] = RESULTS_FILE) -> Path:

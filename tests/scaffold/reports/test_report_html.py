@@ -268,10 +268,11 @@ def test_judge_scores_are_shown_beside_the_rubric_not_in_it() -> None:
         for r in trial_set(4, LAYOUT_TREATMENTS, 2, layout_outcome)
     ]
     text = render_html(analysis_of(records))
-    dims = text[text.index('<section id="dimensions"') : text.index('<section id="spend"')]
-    assert "Judge overlay" in dims
-    assert "<td>judge_quality</td><td>SKILL_A</td>" in dims
-    assert "chart-dim-" in dims and "judge_quality: difference" not in dims
+    dims = text[text.index('<section id="dimensions"') : text.index('<section id="judge"')]
+    judge = text[text.index('<section id="judge"') : text.index('<section id="spend"')]
+    assert "chart-dim-" in dims and "judge_quality" not in dims
+    assert "LLM-judge overlay (rule vs judge)" in judge and '<a href="#judge">LLM judge</a>' in text
+    assert "<td>judge_quality</td><td>SKILL_A</td>" in judge
 
 
 def test_the_verdict_shows_tasks_and_trials_needed_and_the_exclusion_bounds() -> None:

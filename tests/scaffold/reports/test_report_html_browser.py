@@ -21,6 +21,7 @@ import pytest
 from scaffold.reports.html import render_html
 from scaffold.reports.svg import ERROR_BAR, MARK
 from tests.support.png import Image, read_png
+from tests.support.records import changed, judge_info, judged
 from tests.support.report_html import LAYOUT_TREATMENTS, analysis_of, layout_outcome, trial_set
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -160,6 +161,31 @@ def test_rendered_dom_has_every_chart_and_cell(chromium: Path, report: Path, tmp
     matrix = dom[dom.index('<table class="matrix">') : dom.index("</table>", dom.index('<table class="matrix">'))]
     assert len(re.findall(r"<td class=\"(b\d+|na)\"", matrix)) == 12 * 3 + 3
     assert "<script" not in dom
+
+
+@pytest.mark.browser
+def test_rendered_dom_has_the_judge_section(chromium: Path, tmp_path: Path) -> None:
+    # Every trial judged: task_completion re-scores completion, output_quality stands alone.
+    records = [
+        changed(
+            r,
+            dimensions=(*r.dimensions, *judged(task_completion=0.8, output_quality=0.6)),
+            judge=judge_info(cost_usd=0.01, input_tokens=900, output_tokens=40),
+        )
+        for r in trial_set(4, LAYOUT_TREATMENTS, 2, layout_outcome)
+    ]
+    page = tmp_path / "judge.html"
+    page.write_text(render_html(analysis_of(records)), encoding="utf-8")
+    dom = run_chromium(chromium, tmp_path, page, "--dump-dom").stdout
+    section = dom[dom.index('<section id="judge"') : dom.index("</section>", dom.index('<section id="judge"'))]
+    assert "LLM-judge overlay (rule vs judge)" in section
+    overlay = section[section.index('<table class="data judge-overlay">') :]
+    overlay = overlay[: overlay.index("</table>")]
+    treatments = len(LAYOUT_TREATMENTS)
+    assert overlay.count("<td>task_completion (rule: completion)</td>") == treatments
+    assert section.count("<td>output_quality</td>") == treatments
+    assert '<table class="data judge-cost">' in section and '<table class="data judge-calibration">' in section
+    assert '<a href="#judge">LLM judge</a>' in dom
 
 
 def write_png(path: Path, width: int, height: int, rows: list[bytes], filters: list[int]) -> None:

@@ -173,6 +173,15 @@ def test_pytest_arguments_are_the_plugins_options(tmp_path: Path) -> None:
     assert isinstance(parsed, argparse.Namespace)
 
 
+def test_judge_samples_reach_the_plugin(tmp_path: Path) -> None:
+    folder = skill(tmp_path / "skills", manifest_data())
+    parsed = args(folder, "--agent", "oracle", "--judge-samples", "3")
+    plan = plan_eval(parsed, process_env={"HOME": str(tmp_path)})
+    assert "--comet-judge-samples=3" in command.pytest_arguments(plan, parsed, plan.manifest.file)
+    once = args(folder, "--agent", "oracle")
+    assert not any("judge-samples" in a for a in command.pytest_arguments(plan, once, plan.manifest.file))
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -34,6 +34,10 @@ _NOT_SETTINGS = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
     "COMET_REQUIRE_DOCKER",
     "COMET_REQUIRE_BROWSER",
+    # Names the judge's scrubbing removes or sets for the judge's process, and a constant: not settings.
+    "BENCH_AUTH_TOKEN",
+    "COMET_EVAL_AGENT_ROLE",
+    "COMET_DIMENSIONS",
 }
 _ENV_NAME = re.compile(
     r"[\"'](?:BENCH|COMET|ANTHROPIC|OPENAI|CODEX|QODER|CODEBUDDY|LANGSMITH|LANGFUSE)_[A-Z0-9_]+[\"']"

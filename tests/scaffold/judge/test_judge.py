@@ -1,0 +1,187 @@
+"""The judge end to end over its transports: the scripted model server over real HTTP, a fake CLI that
+shows what environment the judge's process gets, failures, and a whole trial with the judge on."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from pathlib import Path
+
+import pytest
+
+from scaffold.cases import Case
+from scaffold.judge import JudgeConfig, JudgeRequest
+from scaffold.judge.config import MODEL_REQUIRED
+from scaffold.judge.transport import JudgeRun
+from scaffold.modelserver import ScriptedModelServer
+from scaffold.modelserver.script import parse_script
+from scaffold.rubrics import JUDGE_SOURCE, weighted_score
+from scaffold.validation.results import ValidationOutcome
+from scaffold.workspaces.files import HostFiles
+from tests.support.factories import REPO, make_runner
+
+ANSWER = (
+    "[RUBRIC-JUDGE] task_completion: 0.9 - hello.py prints hello\n"
+    "[RUBRIC-JUDGE] output_quality: 0.8 - tidy\n"
+    "[RUBRIC-JUDGE] instruction_adherence: 1.0 - kept\n"
+)
+SUBJECT_KEY = "sk-subject-planted-0123456789"
+
+
+def _request(tmp_path: Path) -> JudgeRequest:
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    (tmp_path / "ws" / "hello.py").write_text("print('hello')\n")
+    return JudgeRequest("Write hello.py", (), ValidationOutcome(), HostFiles(tmp_path / "ws"))
+
+
+def _server(judge: dict[str, object]) -> ScriptedModelServer:
+    """A scripted server answering the judge's (tool-less) requests with *judge*; the main conversation's
+    responses answer a judge that runs through an agent CLI."""
+    return ScriptedModelServer(parse_script({"responses": [judge], "judge": judge}))
+
+
+def test_http_transport_against_the_scripted_server(tmp_path: Path) -> None:
+    with _server({"text": ANSWER}) as server:
+        config = JudgeConfig("claude-code", "judge-model", server.url, api_key="judge-key")
+        dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
+        sent = server.requests
+    assert info.status == "enabled_and_successful" and info.transport == "http"
+    assert [(d.name, d.score, d.source) for d in dims] == [
+        ("task_completion", 0.9, JUDGE_SOURCE),
+        ("output_quality", 0.8, JUDGE_SOURCE),
+        ("instruction_adherence", 1.0, JUDGE_SOURCE),
+    ]
+    assert info.model == "judge-model" and info.input_tokens is not None and info.latency_s is not None
+    assert len(sent) == 1 and "hello.py" in json.dumps(sent[0])
+
+
+def test_http_500_is_failed_with_the_status(tmp_path: Path) -> None:
+    with _server({"error": {"status": 500, "message": "boom"}}) as server:
+        config = JudgeConfig("claude-code", "m", server.url, auth_token="t")
+        dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and "HTTP 500" in info.reason
+
+
+def test_unparseable_answer_is_failed(tmp_path: Path) -> None:
+    with _server({"text": "I think it is fine."}) as server:
+        dims, info = JudgeRun(JudgeConfig("claude-code", "m", server.url, api_key="k"), {}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("unparseable answer")
+
+
+def test_http_timeout_is_failed(tmp_path: Path) -> None:
+    with socket.socket() as listener:  # accepts connections, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        config = JudgeConfig("claude-code", "m", url, api_key="k", timeout_s=0.3)
+        dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("timeout")
+
+
+def test_missing_model_is_skipped_without_a_call(tmp_path: Path) -> None:
+    with _server({"text": ANSWER}) as server:
+        dims, info = JudgeRun(JudgeConfig("claude-code", None, server.url, api_key="k"), {}).judge(_request(tmp_path))
+        assert server.requests == []
+    assert dims == () and (info.status, info.reason) == ("skipped", MODEL_REQUIRED)
+
+
+def _fake_claude(bin_dir: Path, body: str) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "claude"
+    script.write_text("#!/usr/bin/env python3\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+def test_cli_process_gets_no_subject_credential(tmp_path: Path) -> None:
+    dump = tmp_path / "environ.json"
+    _fake_claude(
+        tmp_path / "bin",
+        "import json, os, sys\n"
+        "prompt = sys.stdin.read()\n"
+        f"json.dump({{'env': dict(os.environ), 'argv': sys.argv, 'cwd': os.getcwd(), 'stdin': prompt}},"
+        f" open({str(dump)!r}, 'w'))\n"
+        f"print(json.dumps({{'type': 'result', 'subtype': 'success', 'result': {ANSWER!r}, 'session_id': 'js-1'}}))\n",
+    )
+    environ = {
+        "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+        "ANTHROPIC_API_KEY": SUBJECT_KEY,
+        "ANTHROPIC_BASE_URL": "http://subject.example",
+        "ACME_LOGIN": SUBJECT_KEY,
+        "GH_TOKEN": SUBJECT_KEY,
+        "BENCH_JUDGE_API_KEY": "judge-key",
+    }
+    config = JudgeConfig("claude-code", "judge-model", None, api_key="judge-key")
+    run = JudgeRun(config, environ, ("ACME_LOGIN",))
+    dims, info = run.judge(_request(tmp_path))
+    assert info.status == "enabled_and_successful" and info.transport == "cli" and info.session_id == "js-1"
+    seen = json.loads(dump.read_text())
+    assert SUBJECT_KEY not in json.dumps(seen["env"])
+    assert seen["env"]["ANTHROPIC_API_KEY"] == "judge-key" and seen["env"]["ANTHROPIC_MODEL"] == "judge-model"
+    assert "ANTHROPIC_BASE_URL" not in seen["env"]
+    assert seen["env"]["HOME"] != os.environ.get("HOME") and Path(seen["cwd"]).name == "work"
+    assert "hello.py" in seen["stdin"] and "hello.py" not in " ".join(seen["argv"])  # the prompt on stdin
+    assert len(dims) == 3
+
+
+def test_samples_give_mean_and_spread(tmp_path: Path) -> None:
+    counter = tmp_path / "calls"
+    answers = [ANSWER, ANSWER.replace("0.9", "0.5")]
+    _fake_claude(
+        tmp_path / "bin",
+        "import json, pathlib, sys\n"
+        "sys.stdin.read()\n"
+        f"c = pathlib.Path({str(counter)!r}); n = int(c.read_text()) if c.exists() else 0; c.write_text(str(n + 1))\n"
+        f"print(json.dumps({{'type': 'result', 'subtype': 'success', 'result': {answers!r}[n % 2]}}))\n",
+    )
+    environ = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", samples=2), environ).judge(_request(tmp_path))
+    scores = {d.name: d.score for d in dims}
+    assert scores["task_completion"] == pytest.approx(0.7)
+    assert info.samples == 2 and info.spread["task_completion"] == pytest.approx(0.2)
+    assert info.spread["output_quality"] == 0.0
+
+
+def test_cli_timeout_is_failed(tmp_path: Path) -> None:
+    _fake_claude(tmp_path / "bin", "import time\ntime.sleep(30)\n")
+    environ = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", timeout_s=0.5), environ).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("timeout")
+
+
+@pytest.mark.parametrize("answer", [ANSWER.replace("0.9", "0.0"), "unparseable"])
+def test_trial_with_the_judge_keeps_the_rule_verdict(tmp_path: Path, answer: str) -> None:
+    """A full trial (oracle agent, real validation) with the judge on: record.judge is written, the judge
+    dimensions follow the rule ones, and neither a low score nor a failure changes verdict or score."""
+    plain = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path / "plain")
+    runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path / "judged")
+    case = Case(_first_task(plain), "CONTROL", 1)
+    before = plain.run(case).record
+    with _server({"text": answer}) as server:
+        runner.judge = JudgeRun(JudgeConfig("claude-code", "m", server.url, api_key="k"), {})
+        record = runner.run(case).record
+    assert record.judge is not None
+    rule = [d for d in record.dimensions if d.source != JUDGE_SOURCE]
+    # Same verdict as without the judge; the weighted score is the rule dimensions' alone (a rule score
+    # may depend on timing, so the two runs' scores are not compared with each other).
+    assert record.verdict == before.verdict == "passed"
+    assert record.weighted_score == weighted_score(rule)
+    assert [d.name for d in rule] == [d.name for d in before.dimensions]
+    assert record.dimensions[: len(rule)] == tuple(rule)
+    if answer == "unparseable":
+        assert record.judge.status == "failed" and len(record.dimensions) == len(rule)
+    else:
+        assert record.judge.status == "enabled_and_successful"
+        assert {d.name for d in record.dimensions[len(rule) :]} == {
+            "task_completion",
+            "output_quality",
+            "instruction_adherence",
+        }
+    for trial_file in (tmp_path / "judged" / "logs").rglob("*.json"):
+        assert '"k"' not in trial_file.read_text()
+
+
+def _first_task(runner: object) -> str:
+    names = runner.tasks.names()  # type: ignore[attr-defined]
+    return "hello-world" if "hello-world" in names else sorted(n for n in names if n in runner.tasks.tasks)[0]  # type: ignore[attr-defined]
