@@ -185,3 +185,35 @@ def test_trial_with_the_judge_keeps_the_rule_verdict(tmp_path: Path, answer: str
 def _first_task(runner: object) -> str:
     names = runner.tasks.names()  # type: ignore[attr-defined]
     return "hello-world" if "hello-world" in names else sorted(n for n in names if n in runner.tasks.tasks)[0]  # type: ignore[attr-defined]
+
+
+def test_a_comet_workflow_trial_gets_the_comet_judge_overlay(tmp_path: Path) -> None:
+    """Under comet-workflow, with a change folder in the workspace, the judge also re-scores
+    artifact_quality, spec_drift and main_flow from the change's documents: judge dimensions beside the rule
+    ones of the same names, the rule scores and the verdict untouched."""
+    from tests.support.factories import TaskFactory
+
+    factory = TaskFactory(tmp_path / "suite")
+    solve = (
+        "mkdir -p openspec/changes/add-x && printf '# Proposal\\n\\nAdd x.\\n' > openspec/changes/add-x/proposal.md\n"
+        "echo done > out.txt\n"
+    )
+    factory.task("comet-judged", solve=solve, metadata={"category": "comet"}, interaction={"mode": "none"})
+    factory.write_index()
+    answer = ANSWER + (
+        "[RUBRIC-JUDGE] artifact_quality: 0.4 - the proposal is a stub\n"
+        "[RUBRIC-JUDGE] spec_drift: 0.9 - no delta spec needed\n"
+        "[RUBRIC-JUDGE] main_flow: 0.0 - only the open phase\n"
+    )
+    runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path / "out")
+    with _server({"text": answer}) as server:
+        runner.judge = JudgeRun(JudgeConfig("claude-code", "m", server.url, api_key="k"), {})
+        record = runner.run(Case("comet-judged", "CONTROL", 1)).record
+    assert record.profile == "comet-workflow" and record.verdict == "passed"
+    assert record.judge is not None and record.judge.status == "enabled_and_successful"
+    judge = {d.name: d.score for d in record.dimensions if d.source == JUDGE_SOURCE}
+    assert judge["artifact_quality"] == 0.4 and judge["main_flow"] == 0.0 and judge["spec_drift"] == 0.9
+    assert judge["task_completion"] == 0.9
+    rule = {d.name: d for d in record.dimensions if d.source != JUDGE_SOURCE}
+    assert rule["artifact_quality"].score is None  # the baseline's rule score is N/A; the judge's stands apart
+    assert record.weighted_score == weighted_score(tuple(rule.values()))
