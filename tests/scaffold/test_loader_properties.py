@@ -203,7 +203,10 @@ def test_valid_task_toml_round_trips(
         loaded = getattr(task.spec, section)
         model = section_model(section)
         for key, field in model.model_fields.items():
-            expected = as_spec_value(values[section][key]) if key in values[section] else field.get_default(call_default_factory=True)
+            if key in values[section]:
+                expected = as_spec_value(values[section][key])
+            else:
+                expected = field.get_default(call_default_factory=True)
             assert getattr(loaded, key) == expected, f"[{section}] {key}"
             if key in values[section] and field.annotation is float:
                 assert isinstance(getattr(loaded, key), float)
