@@ -33,7 +33,13 @@ from scaffold.trajectory import Trajectory
 from scaffold.treatments import CONTROL, Treatment, TreatmentCatalog
 from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
-from scaffold.workflow_setup import GUARD_SCRIPTS, hook_settings, instructions, with_profile_defaults
+from scaffold.workflow_setup import (
+    GUARD_SCRIPTS,
+    hook_settings,
+    hook_settings_file,
+    instructions,
+    with_profile_defaults,
+)
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 
 __all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult"]
@@ -329,8 +335,7 @@ class Runner:
         script = next(((rel, run) for rel, run in GUARD_SCRIPTS if entry and (entry.path / rel).is_file()), None)
         if script is not None:
             command = f"{script[1]} {workspace.root}/{traits.skills_dir}/comet/{script[0]}"
-            settings = hook_settings(self.agent.name, None, command)
-            if settings is not None:
-                settings = hook_settings(self.agent.name, workspace.read_text(settings[0]), command)
+            file = hook_settings_file(self.agent.name)
+            settings = hook_settings(self.agent.name, workspace.read_text(file), command) if file else None
             if settings is not None:
                 workspace.write_text(*settings)

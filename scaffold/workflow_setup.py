@@ -26,6 +26,7 @@ __all__ = [
     "GUARD_SCRIPTS",
     "WORKFLOW_INSTRUCTION",
     "hook_settings",
+    "hook_settings_file",
     "instructions",
     "with_profile_defaults",
 ]
@@ -75,6 +76,12 @@ def instructions(profile: str, claude_md: str | None) -> str | None:
     if claude_md and claude_md.strip():
         parts.append(claude_md.strip())
     return "\n\n".join(parts) + "\n" if parts else None
+
+
+def hook_settings_file(agent: str) -> str | None:
+    """The workspace file holding *agent*'s hook settings; None for an agent with no known hook settings
+    (custom adapters)."""
+    return _SETTINGS[agent][0] if agent in _SETTINGS else None
 
 
 def hook_settings(agent: str, existing: str | None, command: str) -> tuple[str, str] | None:
