@@ -27,7 +27,7 @@ import pytest
 
 from pytest_comet.reporter import Reporter
 from pytest_comet.state import STATE, WORKERINPUT_KEY, plugin_state
-from scaffold.errors import CometError, InputWarning
+from scaffold.errors import CometError, InputWarning, TaskWarning
 
 if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
@@ -75,6 +75,20 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "default $BENCH_EVAL_AGENT (environment or ~/.comet/eval/.env), else oracle",
     )
     add("--backend", default="local", metavar="NAME", help="workspace backend (default: local)")
+    add(
+        "--image-alias",
+        action="append",
+        default=[],
+        metavar="REF=LOCAL",
+        help="docker backend: build a Harbor task's FROM REF from the local image LOCAL instead, e.g. "
+        "ubuntu:24.04=comet-eval/base:trixie; repeatable (also $COMET_IMAGE_ALIASES)",
+    )
+    add(
+        "--image-alias-file",
+        default=None,
+        metavar="FILE",
+        help='image aliases as a TOML [image-aliases] table, "REF" = "LOCAL" (default: $COMET_IMAGE_ALIAS_FILE)',
+    )
     add(
         "--profile",
         default=None,
@@ -343,6 +357,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if workerinput is None or workerinput.get("workerid") == "gw0":  # once per session: xdist relays it
         for message in state.use(state.session.input_warnings):
             warnings.warn(InputWarning(message), stacklevel=1)
+        for message in state.use(state.session.task_warnings):
+            warnings.warn(TaskWarning(message), stacklevel=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config) -> None:

@@ -117,6 +117,8 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         judge_model=config.getoption("comet_judge_model"),
         judge_base_url=config.getoption("comet_judge_base_url"),
         judge_samples=config.getoption("comet_judge_samples"),
+        image_aliases=tuple(config.getoption("comet_image_alias")),
+        image_alias_file=path("image_alias_file"),
     )
 
 

@@ -10,14 +10,15 @@ explicit: ``mkstemp`` makes 0600 files, while records and reports are meant to b
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["FILE_MODE", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
+__all__ = ["FILE_MODE", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
 
 FILE_MODE: Final = 0o644
 
@@ -63,3 +64,17 @@ def _sync_folder(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on *path* (made, with its folder, when missing): the one writer of a
+    shared cache entry among processes and pytest-xdist workers; closing the file releases it, also when
+    the holder dies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -8,6 +8,7 @@ CometError
 ├── ProfileError (ValueError)     an unknown evaluation profile
 ├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
 ├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
+│   └── SkillLeakError            an image meant to be without the task's skills has a SKILL.md
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
 ├── GenerationError (RuntimeError) comet eval could not generate a skill's tasks (exit 3)
 ├── RecordError (ValueError)      a trial record is unreadable or of another schema
@@ -35,6 +36,7 @@ __all__ = [
     "RecordError",
     "ReportError",
     "SelectionError",
+    "SkillLeakError",
     "TaskError",
     "TreatmentError",
     "WorkspaceError",
@@ -107,6 +109,25 @@ class WorkspaceError(CometError, RuntimeError):
     """A workspace could not be created, used or removed."""
 
 
+class VerifierError(CometError, RuntimeError):
+    """A Harbor-format verifier ended without a reward (no reward file, or an empty or unreadable one): a
+    harness error, excluded from the statistics with its reason, never a failed trial."""
+
+
+class SkillLeakError(WorkspaceError):
+    """An image built (or picked) for a treatment without the task's own skills still holds a SKILL.md:
+    the comparison with the skills would be void. *paths*: where, inside *image*."""
+
+    def __init__(self, image: str, paths: tuple[str, ...] | list[str]) -> None:
+        self.image = image
+        self.paths = tuple(paths)
+        shown = ", ".join(self.paths[:10]) + (f" and {len(self.paths) - 10} more" if len(self.paths) > 10 else "")
+        super().__init__(
+            f"the image {image}, built without the task's skills, still has a skill: {shown} (a Dockerfile line "
+            "other than COPY/ADD skills puts it there, or the base image has it)"
+        )
+
+
 class AgentError(CometError, RuntimeError):
     """An agent could not be started, or its output could not be understood."""
 
@@ -131,3 +152,9 @@ class GateError(CometError, ValueError):
 class InputWarning(UserWarning):
     """A problem in an input file that this run does not use (a broken treatments file no selected task
     names): not an error, but never silent. ``-W error::scaffold.errors.InputWarning`` makes it one."""
+
+
+class TaskWarning(UserWarning):
+    """What loading a task noticed and accepted (scaffold.tasks.Task.warnings: an index.yaml entry that
+    disagrees with task.toml, which wins): the task runs as its task.toml says, and the run says so once.
+    ``-W error::scaffold.errors.TaskWarning`` makes it an error."""

@@ -4,7 +4,8 @@ environment noise (``excluded``)? The seed's "去噪口径": excluded trials lea
 Structured signals decide first, in this order, and text is only a fallback:
 
 1. record errors typed as workspace/container failures (``WorkspaceError``, docker SDK errors) and
-   harness timeouts (``TimeoutError``) -> excluded (container failure, runner timeout);
+   harness timeouts (``TimeoutError``) -> excluded (container failure, runner timeout); a Harbor task's
+   CONTROL image holding a skill (``skill_leak``) or verifier writing no reward (``missing_reward``);
 2. the trajectory's typed API failures (streams.failures) that ended the run -> excluded (rate
    limited, authentication failure, API timeout, network failure, API error);
 3. timeouts. The agent's time budget is the task's ``environment.timeout_sec``
@@ -48,6 +49,8 @@ EXCLUDED_REASONS: Final = (
     "auth_failed",
     "network_failed",
     "api_error",
+    "skill_leak",
+    "missing_reward",
 )
 FLAGGED_REASONS: Final = (
     "outer_failure_mentioned",
@@ -62,6 +65,9 @@ the finished record (and what an upgraded record holds until it is classified). 
 _CONTAINER_TYPES: Final = frozenset(
     {"WorkspaceError", "DockerException", "APIError", "ContainerError", "ImageNotFound"}
 )
+_HARNESS_TYPES: Final = {"SkillLeakError": "skill_leak", "VerifierError": "missing_reward"}
+"""Harness errors of Harbor-format tasks that say nothing of the agent: a CONTROL image that holds a
+skill (the comparison would be unfair), a verifier that wrote no reward (nothing was measured)."""
 _TIMEOUT_TYPES: Final = frozenset({"TimeoutError", "TimeoutExpired", "Timeout", "ReadTimeout"})
 # A run stopped before this share of its budget was stopped by the harness, not by its own slowness.
 _BUDGET_SHARE: Final = 0.9
@@ -78,7 +84,8 @@ _TEXT_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     (
         "network_failed",
         re.compile(
-            r"(?i)ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|unable to connect to api|connection refused"
+            # Error codes as words: "ModuleNotFoundError" holds "enotfound" and is no network failure.
+            r"(?i)\b(?:ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN)\b|unable to connect to api|connection refused"
             r"|NetworkAttemptError|network attempt failed"  # Qoder's CLI, when its service is unreachable
         ),
     ),
@@ -125,6 +132,8 @@ def _flagged(reason: str, source: Source = "structured", **evidence: Any) -> Noi
 
 def _record_errors(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None:
     for error in record.errors:
+        if error.type in _HARNESS_TYPES:
+            return _excluded(_HARNESS_TYPES[error.type], error=plain(error))
         if error.type in _TIMEOUT_TYPES:
             return _excluded("runner_timeout", error=plain(error))
         if error.type in _CONTAINER_TYPES:

@@ -76,8 +76,14 @@ def get_profile(name: str) -> Profile:
 
 
 def infer_profile(task: Task) -> str:
-    """Comet workflow tasks (category ``comet`` or a name starting ``comet-``) get ``comet-workflow``."""
+    """Comet workflow tasks (category ``comet`` or a name starting ``comet-``) get ``comet-workflow``.
+
+    Harbor-format tasks are never inferred to be workflow tasks, whatever their category or name: Harbor
+    has no workflow, phases or run state to score, so they get the generic profile (completion from the
+    reward, efficiency, safety, skill invocation against required_skills)."""
     meta = task.spec.metadata
+    if task.format == "harbor":
+        return GENERIC
     if meta.category == "comet" or meta.name.startswith("comet-"):
         return COMET_WORKFLOW
     return GENERIC

@@ -51,6 +51,7 @@ from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
     DYNAMIC_SKILL,
+    TASK_SKILLS_PLACEHOLDER,
     TreatmentCatalog,
     dynamic_treatment,
     load_treatments,
@@ -58,11 +59,21 @@ from scaffold.treatments import (
 )
 from scaffold.trial import KeepPolicy, Runner, Settings
 from scaffold.workspaces.backends import create_backend, sweep_crashed
+from scaffold.workspaces.image_aliases import resolve_image_aliases
+from scaffold.workspaces.uv_tool import uv_binaries
 
 if TYPE_CHECKING:
     from scaffold.skill_eval.manifest import Manifest
 
-__all__ = ["HarnessSession", "Options", "default_workspace_root", "task_folders", "treatment_folders"]
+__all__ = [
+    "HarnessSession",
+    "Options",
+    "builtin_folders",
+    "default_workspace_root",
+    "refuse_without_solution",
+    "task_folders",
+    "treatment_folders",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +123,10 @@ class Options:
     judge_base_url: str | None = None
     judge_samples: int = 1
     """``--judge-samples``: answers per trial when the judge is on (scaffold.judge)."""
+    image_aliases: tuple[str, ...] = ()
+    """``--image-alias REF=LOCAL`` (docker backend): a Harbor Dockerfile's FROM image mapped to a local one."""
+    image_alias_file: Path | None = None
+    """``--image-alias-file``: a TOML ``[image-aliases]`` table (else ``$COMET_IMAGE_ALIAS_FILE``)."""
 
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
@@ -124,6 +139,34 @@ def task_folders(root: Path, given: Sequence[Path] = ()) -> list[Path]:
     if given:
         return [Path(p).absolute() for p in given]
     return [root / "local" / "tasks"]
+
+
+def builtin_folders(dirs: Sequence[Path]) -> list[Path]:
+    """Those of *dirs* that are this project's own tasks folder (``local/tasks`` of the installed harness):
+    each of its tasks must ship ``solution/solve.sh`` and pass with the oracle. Tasks of other folders (a
+    user's, the original Comet eval's, Harbor corpora) may have none: only the oracle refuses them."""
+    builtin = BUILTIN_TASKS_DIR.resolve()
+    return [d for d in dirs if Path(d).absolute().resolve() == builtin]
+
+
+def refuse_without_solution(items: Sequence[Case | Broken], tasks: TaskCatalog) -> list[Case | Broken]:
+    """*items* with the cases of each task that has no ``solution/solve.sh`` replaced, once per task, by
+    one failing item saying so: the oracle agent runs the reference solution, and there is none to run."""
+    out: list[Case | Broken] = []
+    refused: set[str] = set()
+    for item in items:
+        task = tasks.tasks.get(item.task) if isinstance(item, Case) else None
+        if task is None or task.has_solution:
+            out.append(item)
+            continue
+        if task.name not in refused:
+            refused.add(task.name)
+            message = (
+                f"the oracle agent runs the task's reference solution and task {task.name!r} has none; add "
+                "solution/solve.sh or run the task with another --agent"
+            )
+            out.append(Broken(task.name, (Problem(task.solution_dir / "solve.sh", message),)))
+    return out
 
 
 def treatment_folders(tasks: Sequence[Path], given: Sequence[Path] = ()) -> list[Path]:
@@ -178,7 +221,8 @@ class HarnessSession:
         return [default if default.is_dir() else BUILTIN_TASKS_DIR]
 
     def _builtin_names(self) -> list[str]:
-        return load_catalog(self._builtin_dirs()).names()
+        dirs = self._builtin_dirs()
+        return load_catalog(dirs, require_solution=builtin_folders(dirs)).names()
 
     def owner(self) -> Path:
         """The folder a manifest's run files go under: --project-root, else the skill package root."""
@@ -247,7 +291,7 @@ class HarnessSession:
         assert manifest is not None
         options = self.options
         builtin_dirs = self._builtin_dirs()
-        builtin = load_catalog(builtin_dirs)
+        builtin = load_catalog(builtin_dirs, require_solution=builtin_folders(builtin_dirs))
 
         declared = manifest
 
@@ -341,11 +385,13 @@ class HarnessSession:
                     f"no tasks: {tasks_dirs[0]} does not exist; name a tasks folder "
                     "(pytest: --tasks-dir DIR; comet tasks list|check DIR)"
                 )
-            tasks = load_catalog(tasks_dirs)
+            tasks = load_catalog(tasks_dirs, require_solution=builtin_folders(tasks_dirs))
             treatments = load_treatments(
                 treatment_folders(tasks_dirs, options.treatments_dirs),
                 skill_bases=parse_skill_bases(options.skill_bases),
             )
+            if any(task.format == "harbor" for task in [*tasks.tasks.values(), *tasks.partial.values()]):
+                treatments = treatments.with_treatment(TASK_SKILLS_PLACEHOLDER)
             if options.skill_path is not None:
                 treatments = treatments.with_treatment(dynamic_treatment(options.skill_path, options.skill_name))
             self._catalogs = (tasks, treatments)
@@ -367,13 +413,38 @@ class HarnessSession:
                 default_treatments=[CONTROL, DYNAMIC_SKILL] if options.skill_path is not None else None,
                 profile=options.profile,
             )
+            if options.agent == "oracle":
+                self._cases = refuse_without_solution(self._cases, tasks)
+            self._harbor_backend(tasks)
         return self._cases
+
+    def _harbor_backend(self, tasks: TaskCatalog) -> None:
+        """Harbor-format tasks work in their image's own file system (/app, /root, /tests, /solution):
+        only a container can hold them, so another backend is a usage error before any trial."""
+        if self.options.backend == "docker":
+            return
+        assert self._cases is not None
+        harbor = sorted({c.task for c in self._cases if isinstance(c, Case) and tasks.tasks[c.task].format == "harbor"})
+        if harbor:
+            shown = ", ".join(harbor[:5]) + (f" and {len(harbor) - 5} more" if len(harbor) > 5 else "")
+            what = "is a Harbor-format task" if len(harbor) == 1 else "are Harbor-format tasks"
+            raise SelectionError(
+                f"--backend={self.options.backend}: {shown} {what}, which work in their image's own file "
+                "system; run them with --backend docker"
+            )
 
     def input_warnings(self) -> list[str]:
         """Problems of input files that no selected case shows (a broken treatments file no selected task
         uses): they do not stop the run, so they are warnings; silence would hide them until they bite."""
         tasks, treatments = self.catalogs()
         return [str(p) for p in unshown_problems(tasks, treatments, self.cases())]
+
+    def task_warnings(self) -> list[str]:
+        """What loading the selected tasks noticed but accepted (an index.yaml entry that disagrees with
+        task.toml, which wins): the run says it once, at collection (scaffold.errors.TaskWarning)."""
+        tasks, _ = self.catalogs()
+        chosen = sorted({item.task for item in self.cases() if isinstance(item, Case)})
+        return [str(p) for name in chosen for p in tasks.tasks[name].warnings]
 
     # -- how to run it
 
@@ -455,11 +526,30 @@ class HarnessSession:
         agent = self.agent()
         root = self.options.workspace_root or default_workspace_root()
         backend = create_backend(
-            self.options.backend, workspace_root=root.absolute(), network=agent.network, agent_install=agent.install
+            self.options.backend,
+            workspace_root=root.absolute(),
+            network=agent.network,
+            agent_install=agent.install,
+            image_aliases=self.image_aliases(),
         )
         return Runner(
-            tasks, treatments, self.experiment(), self.settings(), backend, agent, worker=worker, judge=self.judge_run()
+            tasks,
+            treatments,
+            self.experiment(),
+            self.settings(),
+            backend,
+            agent,
+            worker=worker,
+            judge=self.judge_run(),
+            uv_binaries=uv_binaries,
         )
+
+    def image_aliases(self) -> dict[str, str]:
+        """The image aliases: the file (``--image-alias-file``, else ``$COMET_IMAGE_ALIAS_FILE``), then
+        ``$COMET_IMAGE_ALIASES``, then ``--image-alias`` (scaffold.workspaces.image_aliases); a malformed one
+        is a SelectionError before any trial."""
+        options = self.options
+        return resolve_image_aliases(options.image_aliases, options.image_alias_file, self._environ)
 
     def judge_run(self) -> JudgeRun | None:
         """The LLM judge of this session's trials, None when it is off. Only the subject's agent id is

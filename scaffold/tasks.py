@@ -3,22 +3,29 @@
 Loading validates everything a trial will rely on, so a broken task fails at collection with a message
 naming the file, the key, the value and what is allowed, instead of failing later inside a workspace.
 Loading never stops at the first problem: ``comet tasks check`` shows them all at once.
+
+Two formats load: ours (strict: an unknown key is a problem), which also takes the original Comet eval's
+folders unchanged (a ``[template]`` section, ``test_scripts`` as one string, no ``solve.sh``), and Harbor's
+(Terminal-Bench 2, SkillsBench), recognised by its layout and mapped onto :class:`TaskSpec` by
+scaffold.harbor_toml, whose keys we do not use are kept, never errors.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from scaffold.errors import Problem, TaskError
+from scaffold.harbor_toml import harbor_marker, map_harbor
 from scaffold.schema import (
     Model,
     NonEmptyStr,
@@ -33,8 +40,10 @@ from scaffold.schema import (
 __all__ = [
     "INDEX_FILE",
     "TASK_FILE",
+    "HarborSettings",
     "Task",
     "TaskCatalog",
+    "TaskFormat",
     "TaskSpec",
     "load_catalog",
     "load_task",
@@ -73,6 +82,12 @@ class Validation(Model):
     test_scripts: StrList = ()
     target_artifacts: StrList = ()
     timeout: Seconds = 120.0
+
+    @field_validator("test_scripts", mode="before")
+    @classmethod
+    def _one_script(cls, value: object) -> object:
+        # The original Comet eval's task.toml may name its one script as a string.
+        return (value,) if isinstance(value, str) else value
 
 
 class Evaluation(Model):
@@ -120,6 +135,31 @@ class IndexFile(Model):
     tasks: tuple[IndexEntry, ...] = ()
 
 
+TaskFormat = Literal["comet", "harbor"]
+"""``comet``: this project's layout (also the original Comet eval's, which it accepts unchanged);
+``harbor``: Harbor's (Terminal-Bench 2, SkillsBench), recognised by its layout and mapped onto TaskSpec."""
+
+
+@dataclass(frozen=True, slots=True)
+class HarborSettings:
+    """What a Harbor-format ``task.toml`` says that :class:`TaskSpec` has no place for (HARBOR_FORMAT.md).
+
+    The mapped keys (difficulty, timeouts, limits, required_skills) live in the task's ``spec``; these
+    are the ones only the Harbor runtime reads. ``unused``: their keys we do not act on, kept as written
+    (shown by ``comet tasks show``), never an error: Harbor's schema grows and is not ours to police."""
+
+    verifier_env: tuple[tuple[str, str], ...] = ()
+    solution_env: tuple[tuple[str, str], ...] = ()
+    environment_env: tuple[tuple[str, str], ...] = ()
+    allow_internet: bool = True
+    docker_image: str | None = None
+    build_timeout_sec: float | None = None
+    distractor_skills: tuple[str, ...] = ()
+    uv_shim: Literal["auto", "always", "never"] = "auto"
+    """The local stand-in for verifiers that bootstrap ``uv`` from the internet (``[comet] uv_shim``)."""
+    unused: Mapping[str, object] = field(default_factory=dict, hash=False, compare=False)
+
+
 @dataclass(frozen=True, slots=True)
 class Task:
     """A loaded, valid task. Paths are absolute."""
@@ -127,6 +167,30 @@ class Task:
     name: str
     root: Path
     spec: TaskSpec
+    format: TaskFormat = "comet"
+    harbor: HarborSettings | None = None
+    """Set exactly when ``format`` is ``harbor``."""
+    without_skills: bool = False
+    """The environment's own skills (``environment/skills``, the Dockerfile's ``COPY skills`` lines) are
+    left out of the image: set by the trial runner for every treatment but the task's own skills."""
+    warnings: tuple[Problem, ...] = ()
+    """What loading noticed but accepted (an index.yaml entry that disagrees: task.toml wins)."""
+    template: Mapping[str, object] = field(default_factory=dict, hash=False, compare=False)
+    """The original Comet eval's ``[template]`` section, accepted and kept as written (no effect here)."""
+
+    @property
+    def tests_dir(self) -> Path:
+        """Harbor's verifier folder (``tests/test.sh``), copied to ``/tests`` after the agent."""
+        return self.root / "tests"
+
+    @property
+    def skills_dir(self) -> Path:
+        """Harbor (SkillsBench): the skills shipped with the task's environment."""
+        return self.environment_dir / "skills"
+
+    @property
+    def has_solution(self) -> bool:
+        return (self.solution_dir / "solve.sh").is_file()
 
     @property
     def instruction_path(self) -> Path:
@@ -181,20 +245,25 @@ def render_instruction(text: str, variables: Mapping[str, str]) -> str:
     return _TEMPLATE_VAR.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
 
 
-def load_task(folder: Path) -> Task:
-    """Load and validate one task folder; raise TaskError listing every problem found."""
+def load_task(folder: Path, *, require_solution: bool = False) -> Task:
+    """Load and validate one task folder; raise TaskError listing every problem found.
+
+    *require_solution*: ``solution/solve.sh`` must exist (the project's own tasks: each passes with the
+    oracle); for other tasks it is optional, and only the oracle refuses a task without one.
+    """
     folder = folder.absolute()
-    spec, problems = _read_task(folder)
-    if problems or spec is None:
+    task, problems = _read_task(folder, require_solution=require_solution)
+    if problems or task is None:
         raise TaskError(problems)
-    return Task(name=spec.metadata.name, root=folder, spec=spec)
+    return task
 
 
-def _read_task(folder: Path) -> tuple[TaskSpec | None, list[Problem]]:
-    """The spec of *folder* (None when task.toml is missing or invalid) and every problem found.
+def _read_task(folder: Path, *, require_solution: bool) -> tuple[Task | None, list[Problem]]:
+    """The task of *folder* (None when task.toml is missing or invalid) and every problem found.
 
     A task.toml that does not parse does not stop the checks of the folder's other files: each fix
-    would otherwise reveal the next problem.
+    would otherwise reveal the next problem. Harbor's format is recognised by its layout (a task.toml
+    marked as Harbor's and ``tests/test.sh``) and mapped onto :class:`TaskSpec` (scaffold.harbor_toml).
     """
     toml_path = folder / TASK_FILE
     problems: list[Problem] = []
@@ -210,34 +279,123 @@ def _read_task(folder: Path) -> tuple[TaskSpec | None, list[Problem]]:
         except OSError as exc:
             problems.append(Problem(toml_path, f"cannot be read: {exc.strerror}"))
 
+    marker = harbor_marker(raw) if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and marker is not None and (folder / "tests" / "test.sh").is_file():
+        return _read_harbor(folder, toml_path, raw, require_solution=require_solution)
+
     spec: TaskSpec | None = None
-    if raw is not None:
+    template: dict[str, object] = {}
+    if isinstance(raw, dict):
+        raw = dict(raw)
+        # The original Comet eval's [template] section: accepted and kept as written, read by nothing here.
+        kept = raw.pop("template", {})
+        if isinstance(kept, dict):
+            template = kept
+        else:
+            problems.append(Problem(toml_path, "expected a table", "[template]", kept))
         try:
             spec = TaskSpec.model_validate(raw)
         except ValidationError as exc:
             problems.extend(problems_from(exc, toml_path, TaskSpec, sections=True))
-    problems.extend(_check_files(folder, toml_path, spec))
-    return spec, problems
+    if marker is not None:
+        problems.append(
+            Problem(
+                folder / "tests" / "test.sh",
+                f"missing: {TASK_FILE} looks like Harbor's format (it has {marker}), whose verifier is "
+                "tests/test.sh; without it the folder is read as this project's format",
+            )
+        )
+    problems.extend(_check_files(folder, toml_path, spec, require_solution=require_solution))
+    task = Task(name=folder.name, root=folder, spec=spec, template=template) if spec is not None else None
+    return task, problems
 
 
-def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None) -> list[Problem]:
+def _read_harbor(
+    folder: Path, toml_path: Path, raw: dict[str, object], *, require_solution: bool
+) -> tuple[Task | None, list[Problem]]:
+    instruction_path = folder / "instruction.md"
+    try:
+        instruction = instruction_path.read_text(encoding="utf-8") if instruction_path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        instruction = None
+    skills = folder / "environment" / "skills"
+    has_skills = skills.is_dir() and any((p / "SKILL.md").is_file() for p in skills.iterdir())
+    mapped = map_harbor(raw, name=folder.name, toml_path=toml_path, instruction=instruction, has_skills=has_skills)
+    problems = list(mapped.problems)
+    spec: TaskSpec | None = None
+    try:
+        spec = TaskSpec.model_validate(mapped.spec)
+    except ValidationError as exc:
+        # Values are checked while mapping; what is left names their key, not the one it became here.
+        for problem in problems_from(exc, toml_path, TaskSpec, sections=True):
+            key = problem.key
+            for ours, theirs in mapped.origin.items():
+                if key == ours or key.startswith(ours + "["):
+                    key = theirs + key[len(ours) :]
+                    break
+            problems.append(dataclasses.replace(problem, key=key))
+    if not TASK_NAME.match(folder.name):
+        problems.append(Problem(folder, f"the folder name is the task's name, which {_NAME_RULE}", value=folder.name))
+    problems.extend(_harbor_files(folder, require_solution=require_solution))
+    problems.extend(_symlinks_outside(folder))
+    warnings: list[Problem] = []
+    compose = _compose_file(folder)
+    if compose is not None and (folder / "environment" / "Dockerfile").is_file():
+        warnings.append(
+            Problem(compose, "ignored: comet-eval builds environment/Dockerfile (one container), not a compose file")
+        )
+    if spec is None:
+        return None, problems
+    harbor = HarborSettings(**mapped.settings, unused=mapped.unused)
+    return Task(folder.name, folder, spec, format="harbor", harbor=harbor, warnings=tuple(warnings)), problems
+
+
+def _compose_file(folder: Path) -> Path | None:
+    for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"):
+        if (folder / "environment" / name).is_file():
+            return folder / "environment" / name
+    return None
+
+
+def _harbor_files(folder: Path, *, require_solution: bool) -> list[Problem]:
+    problems: list[Problem] = []
+    if not (folder / "instruction.md").is_file():
+        problems.append(Problem(folder / "instruction.md", "missing: the agent's instruction goes here"))
+    if not (folder / "environment" / "Dockerfile").is_file():
+        compose = _compose_file(folder)
+        if compose is not None:
+            problems.append(
+                Problem(
+                    compose,
+                    "not supported here: comet-eval runs a Harbor task in one container built from "
+                    "environment/Dockerfile; a docker-compose environment (several services) cannot run",
+                )
+            )
+        else:
+            problems.append(
+                Problem(folder / "environment" / "Dockerfile", "missing: a Harbor task's image is built from it")
+            )
+    if require_solution and not (folder / "solution" / "solve.sh").is_file():
+        problems.append(
+            Problem(folder / "solution" / "solve.sh", "missing: the reference solution the oracle agent runs")
+        )
+    return problems
+
+
+_NAME_RULE = "must start with a letter or digit and use only letters, digits, '.', '_' and '-'"
+
+
+def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None, *, require_solution: bool) -> list[Problem]:
     problems: list[Problem] = []
     if spec is not None:
         name = spec.metadata.name
         if name != folder.name:
             problems.append(Problem(toml_path, f"must equal the folder name {folder.name!r}", "[metadata] name", name))
         elif not TASK_NAME.match(name):
-            problems.append(
-                Problem(
-                    toml_path,
-                    "must start with a letter or digit and use only letters, digits, '.', '_' and '-'",
-                    "[metadata] name",
-                    name,
-                )
-            )
+            problems.append(Problem(toml_path, _NAME_RULE, "[metadata] name", name))
     if not (folder / "instruction.md").is_file():
         problems.append(Problem(folder / "instruction.md", "missing: the agent's instruction goes here"))
-    if not (folder / "solution" / "solve.sh").is_file():
+    if require_solution and not (folder / "solution" / "solve.sh").is_file():
         problems.append(
             Problem(folder / "solution" / "solve.sh", "missing: the reference solution the oracle agent runs")
         )
@@ -333,24 +491,36 @@ def _symlinks_outside(folder: Path) -> list[Problem]:
     return problems
 
 
-def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
+def load_catalog(dirs: Sequence[Path], *, require_solution: Collection[Path] = ()) -> TaskCatalog:
     """Load every task of every tasks folder and cross-check each folder's ``index.yaml``.
 
-    Problems never raise here: they are returned by task name so the other tasks still run.
+    Problems never raise here: they are returned by task name so the other tasks still run. The tasks of
+    the folders in *require_solution* (the project's own: the session passes them) must ship
+    ``solution/solve.sh``; elsewhere it is optional.
+
+    ``index.yaml`` registers this project's tasks (a folder it does not list is a problem); Harbor-format
+    tasks need no entry, as Harbor's corpora have no index: a folder of Harbor tasks alone needs no
+    index.yaml, and in a mixed folder only its comet-format tasks must be listed. An entry whose fields
+    disagree with the task's task.toml is a warning of the task (task.toml wins), not a problem: the
+    original Comet eval's own example has different descriptions in the two files.
     """
     tasks: dict[str, Task] = {}
     broken: dict[str, list[Problem]] = {}
     general: list[Problem] = []
     partial: dict[str, Task] = {}
     seen_in: dict[str, Path] = {}
+    strict = {Path(d).absolute().resolve() for d in require_solution}
 
     for tasks_dir in dirs:
         tasks_dir = tasks_dir.absolute()
         if not tasks_dir.is_dir():
             general.append(Problem(tasks_dir, "tasks folder does not exist"))
             continue
-        index, index_problems = _load_index(tasks_dir / INDEX_FILE)
-        general.extend(index_problems)
+        index_path = tasks_dir / INDEX_FILE
+        index, index_problems = _load_index(index_path)
+        missing_index = not index_path.is_file()
+        general.extend(p for p in index_problems if not missing_index)
+        needs_index = False
         folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
         for folder in folders:
             name = folder.name
@@ -362,10 +532,17 @@ def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
                 partial.pop(name, None)
                 continue
             seen_in[name] = folder
-            spec, problems = _read_task(folder.absolute())
-            task = Task(name=name, root=folder.absolute(), spec=spec) if spec is not None else None
+            task, problems = _read_task(folder.absolute(), require_solution=tasks_dir.resolve() in strict)
+            harbor = task is not None and task.format == "harbor"
+            needs_index = needs_index or not harbor
             if task is not None and index is not None:
-                problems.extend(_index_mismatch(tasks_dir / INDEX_FILE, index.get(name), task))
+                entry = index.get(name)
+                if entry is None and not harbor:
+                    problems.append(_unregistered(index_path, task))
+                elif entry is not None:
+                    task = dataclasses.replace(
+                        task, warnings=(*task.warnings, *_index_mismatch(index_path, entry, task))
+                    )
             if problems:
                 broken.setdefault(name, []).extend(problems)
                 if task is not None:
@@ -373,12 +550,14 @@ def load_catalog(dirs: Sequence[Path]) -> TaskCatalog:
                 continue
             if task is not None:
                 tasks[name] = task
+        if missing_index and needs_index:
+            general.extend(index_problems)
         if index is not None:
             present = {f.name for f in folders}
             for name in sorted(set(index) - present):
                 broken.setdefault(name, []).append(
                     Problem(
-                        tasks_dir / INDEX_FILE,
+                        index_path,
                         f"registers task {name!r} but there is no folder {tasks_dir / name}",
                         "tasks",
                         name,
@@ -415,28 +594,29 @@ def _load_index(path: Path) -> tuple[dict[str, IndexEntry] | None, list[Problem]
     return entries, problems
 
 
-def _index_mismatch(index_path: Path, entry: IndexEntry | None, task: Task) -> list[Problem]:
+def _unregistered(index_path: Path, task: Task) -> Problem:
+    return Problem(
+        index_path,
+        f"does not register the task folder {task.root}; add '- name: {task.name}' under tasks",
+        "tasks",
+    )
+
+
+def _index_mismatch(index_path: Path, entry: IndexEntry, task: Task) -> list[Problem]:
+    """Warnings for the fields of *entry* that disagree with the task's own: task.toml wins."""
     toml_path = task.root / TASK_FILE
-    if entry is None:
-        return [
-            Problem(
-                index_path,
-                f"does not register the task folder {task.root}; add '- name: {task.name}' under tasks",
-                "tasks",
-            )
-        ]
-    problems = []
+    warnings = []
     meta = task.spec.metadata
     for key in ("category", "default_treatments", "description"):
         ours, theirs = getattr(entry, key), getattr(meta, key)
         if key in entry.model_fields_set and ours != theirs:
-            problems.append(
+            warnings.append(
                 Problem(
                     index_path,
                     f"differs from [metadata] {key} = {list(theirs) if isinstance(theirs, tuple) else theirs!r}"
-                    f" in {toml_path}; make them equal",
+                    f" in {toml_path}; task.toml wins (make them equal to silence this)",
                     f"tasks[{task.name}].{key}",
                     list(ours) if isinstance(ours, tuple) else ours,
                 )
             )
-    return problems
+    return warnings

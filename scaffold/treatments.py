@@ -24,16 +24,23 @@ from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_p
 __all__ = [
     "CONTROL",
     "DYNAMIC_SKILL",
+    "TASK_SKILLS",
+    "TASK_SKILLS_PLACEHOLDER",
     "SkillRef",
     "Treatment",
     "TreatmentCatalog",
     "dynamic_treatment",
     "load_treatments",
     "parse_skill_bases",
+    "task_treatment",
 ]
 
 CONTROL = "CONTROL"
 DYNAMIC_SKILL = "DYNAMIC_SKILL"
+TASK_SKILLS = "TASK_SKILLS"
+"""The treatment of a task's own skills (a Harbor task's ``environment/skills``, as SkillsBench ships
+them), resolved per task: the same name gives each task its own skills, and every other treatment of
+such a task runs without them (scaffold.tasks.Task.without_skills)."""
 TREATMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -81,6 +88,16 @@ class Treatment:
 
 
 _BUILTIN_CONTROL = Treatment(CONTROL, "No skills (baseline)")
+TASK_SKILLS_PLACEHOLDER = Treatment(TASK_SKILLS, "The task's own skills (environment/skills)")
+"""What the catalog holds under TASK_SKILLS: the skills themselves come from each task (task_treatment)."""
+
+
+def task_treatment(skills_dir: Path) -> Treatment:
+    """TASK_SKILLS for one task: every folder of *skills_dir* that holds a SKILL.md, under its own name."""
+    found = sorted(p for p in skills_dir.iterdir() if (p / "SKILL.md").is_file()) if skills_dir.is_dir() else []
+    return Treatment(
+        TASK_SKILLS, TASK_SKILLS_PLACEHOLDER.description, tuple(SkillRef(p.name, p.absolute()) for p in found)
+    )
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,10 @@ from scaffold.profiles import resolve_profile
 from scaffold.record_files import read_record, stream_names, write_record
 from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
 from scaffold.rubrics import Dimension, RubricInput
-from scaffold.tasks import TaskCatalog
+from scaffold.tasks import Task, TaskCatalog
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import CONTROL, Treatment, TreatmentCatalog
+from scaffold.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog, task_treatment
+from scaffold.validation.harbor import uv_shim_needed, verify
 from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
 from scaffold.workflow_setup import (
@@ -93,12 +94,15 @@ class Runner:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     judge: Judge | None = None
     """The LLM judge (scaffold.judge), None when it is off."""
+    uv_binaries: Callable[[], Path] | None = None
+    """A host folder with ``uv`` and ``uvx`` for the stand-in of Harbor verifiers that bootstrap uv from
+    the internet (scaffold.validation.harbor); called only when a task needs it."""
     _hashes: dict[Path, str] = field(default_factory=dict)
-    _prepared: set[str] = field(default_factory=set)
+    _prepared: set[tuple[str, bool]] = field(default_factory=set)
 
     def config_for(self, case: Case) -> dict[str, Any]:
         """The resolved configuration of a case: everything that could change its result, minus the trial."""
-        task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
+        task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
         effective = with_profile_defaults(task, profile).spec.interaction
         return {
@@ -166,13 +170,38 @@ class Runner:
         write_record(record_path, record)
         return TrialResult(record, record_path)
 
+    def _validate(
+        self, task: Task, workspace: Workspace, trial_dir: Path, context: dict[str, Any]
+    ) -> ValidationOutcome:
+        if task.format == "harbor":
+            # Harbor's contract: the verifier runs beside what the agent left running (a server it
+            # started is part of what is tested), with the network the task allows.
+            workspace.begin_validation(ValidationPolicy.SHARED)
+            uv = self.uv_binaries() if self.uv_binaries is not None and uv_shim_needed(task) else None
+            return verify(task, workspace, trial_dir, uv_binaries=uv)
+        # The agent is done: nothing it started runs on, nothing reaches out, before validation looks.
+        workspace.begin_validation(ValidationPolicy.STRICT)
+        return validate(task, workspace, trial_dir, context)
+
+    def _resolve(self, case: Case) -> tuple[Task, Treatment]:
+        """The case's task and treatment as the trial runs them. TASK_SKILLS is the task's own skills; a
+        Harbor task's image keeps its environment's skills under that treatment only (every other one,
+        CONTROL and our YAML treatments, runs on an image without them)."""
+        task = self.tasks.tasks[case.task]
+        treatment = self.treatments.treatments[case.treatment]
+        if case.treatment == TASK_SKILLS:
+            treatment = task_treatment(task.skills_dir)
+        if task.format == "harbor" and case.treatment != TASK_SKILLS:
+            task = dataclasses.replace(task, without_skills=True)
+        return task, treatment
+
     def _hash(self, path: Path, *, skip: frozenset[str] = frozenset()) -> str:
         if path not in self._hashes:
             self._hashes[path] = hash_tree(path, skip=skip)
         return self._hashes[path]
 
     def _execute(self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path) -> TrialRecord:
-        task, treatment = self.tasks.tasks[case.task], self.treatments.treatments[case.treatment]
+        task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
         task = with_profile_defaults(task, profile)  # the interaction the trial runs: the task's, else its profile's
         started, t0 = self.clock(), time.monotonic()
@@ -185,9 +214,10 @@ class Runner:
         rubric, judged, keep = None, _UNJUDGED, False
         try:
             mark = time.monotonic()
-            if task.name not in self._prepared:
+            prepared = (task.name, task.without_skills)
+            if prepared not in self._prepared:
                 self.backend.prepare(task)
-                self._prepared.add(task.name)
+                self._prepared.add(prepared)
             workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
             self._install(workspace, treatment, profile.name)
             phases["workspace_s"] = time.monotonic() - mark
@@ -210,10 +240,8 @@ class Runner:
             phases["agent_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
-            # The agent is done: nothing it started runs on, nothing reaches out, before validation looks.
-            workspace.begin_validation(ValidationPolicy.STRICT)
             context = {"task": task.name, "treatment": treatment.name, "trial": case.trial, "run_id": run_id}
-            outcome = validate(task, workspace, trial_dir, context)
+            outcome = self._validate(task, workspace, trial_dir, context)
             phases["validation_s"] = time.monotonic() - mark
 
             mark = time.monotonic()

@@ -48,6 +48,7 @@ IO_MODULES = (
     "scaffold.workspaces.local",
     "scaffold.workspaces.netns",
     "scaffold.workspaces.supervisor",  # starts the local backend's supervisor process
+    "scaffold.workspaces.uv_tool",  # fetches uv for Harbor verifiers with pip
     "scaffold.workspaces.docker",
     "scaffold.workspaces.docker.*",
     "scaffold.modelserver",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scaffold.agents.base import AgentRequest
 from scaffold.agents.builtin import NO_SKILLS
+from scaffold.process_output import ProcessResult
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import NO_NETWORK, InstallSpec, Workspace
 from scaffold.workspaces.layout import SOLUTION_DIR
@@ -26,6 +27,8 @@ class OracleAgent:
         Elsewhere the solution is copied in and removed afterwards, so validation sees only what the
         solution produced. Either way solve.sh reaches its files through ``$COMET_SOLUTION_DIR``.
         """
+        if request.task.format == "harbor":
+            return self._harbor(workspace, request)
         in_place = workspace.host_visible(request.task.solution_dir)
         solution_dir = in_place or f"{workspace.root}/{SOLUTION_DIR}"
         script = f"{in_place}/solve.sh" if in_place else f"{SOLUTION_DIR}/solve.sh"
@@ -43,21 +46,42 @@ class OracleAgent:
         finally:
             if not in_place:
                 workspace.remove(SOLUTION_DIR)
-        errors: tuple[str, ...] = ()
-        if result.timed_out:
-            errors = (f"solve.sh timed out after {request.timeout_s:g}s",)
-        elif result.exit_code != 0:
-            errors = (f"solve.sh exited with code {result.exit_code}: {result.stderr(600).strip()}",)
-        return Trajectory(
-            agent=self.name,
-            commands=(command,),
-            final_text=result.stdout(2000).strip(),
-            errors=errors,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            duration_s=result.duration_s,
-            completed=not result.timed_out,
+        return _trajectory(self.name, command, result, request.timeout_s)
+
+    def _harbor(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
+        """Harbor's oracle: ``solution/`` at ``/solution``, ``solve.sh`` run from the working directory
+        with ``[solution.env]`` (as root: the image's user, which is root in every published task)."""
+        task = request.task
+        workspace.put_at(task.solution_dir, "/solution")
+        settings = task.harbor
+        env = {"DEBIAN_FRONTEND": "noninteractive", **dict(settings.solution_env if settings else ())}
+        command = "bash /solution/solve.sh"
+        result = workspace.exec(
+            ["sh", "-c", f"chmod +x /solution/solve.sh && exec {command}"],
+            timeout=request.timeout_s,
+            env=env,
+            stdout_path=request.log_dir / "agent.stdout.log",
+            stderr_path=request.log_dir / "agent.stderr.log",
         )
+        return _trajectory(self.name, command, result, request.timeout_s)
+
+
+def _trajectory(agent: str, command: str, result: ProcessResult, timeout_s: float) -> Trajectory:
+    errors: tuple[str, ...] = ()
+    if result.timed_out:
+        errors = (f"solve.sh timed out after {timeout_s:g}s",)
+    elif result.exit_code != 0:
+        errors = (f"solve.sh exited with code {result.exit_code}: {result.stderr(600).strip()}",)
+    return Trajectory(
+        agent=agent,
+        commands=(command,),
+        final_text=result.stdout(2000).strip(),
+        errors=errors,
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        duration_s=result.duration_s,
+        completed=not result.timed_out,
+    )
 
 
 class NopAgent:

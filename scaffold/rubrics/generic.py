@@ -49,6 +49,12 @@ def completion(validation: ValidationOutcome) -> tuple[float, str]:
     """The share of the counted validation checks that passed, and a reason naming the failed ones (the
     completion of every profile)."""
     counted = validation.counted
+    if validation.reward is not None:  # a Harbor verifier's reward is the completion, as Harbor scores it
+        failed = [c.name for c in counted if not c.passed and c.name != "reward"]
+        reason = f"reward {validation.reward:g}"
+        if failed:
+            reason += "; failed: " + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else "")
+        return min(max(validation.reward, 0.0), 1.0), reason
     if not counted:
         return 0.0, "no validation check ran"
     passed = sum(c.passed for c in counted)

@@ -119,6 +119,16 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     agent.add_argument("--profile", metavar="NAME", help="evaluation profile (default: skill.profile, else the task's)")
     run = parser.add_argument_group("how to run it")
     run.add_argument("--backend", metavar="NAME", help="workspace backend: local (default) or docker")
+    run.add_argument(
+        "--image-alias",
+        action="append",
+        default=[],
+        metavar="REF=LOCAL",
+        help="docker backend: a Harbor task's FROM image REF built from the local image LOCAL; repeatable",
+    )
+    run.add_argument(
+        "--image-alias-file", type=Path, metavar="FILE", help="image aliases: a TOML [image-aliases] table"
+    )
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")
     run.add_argument(
@@ -189,6 +199,9 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         out.append("--comet-html")
     if plan.report_config.value and plan.report_config.source in ("command line", "manifest"):
         out.append(f"--comet-report-config={plan.report_config.value}")
+    out += [f"--comet-image-alias={alias}" for alias in args.image_alias]
+    if args.image_alias_file:
+        out.append(f"--comet-image-alias-file={args.image_alias_file}")
     if plan.workers:
         out += ["-n", str(plan.workers)]
     return out

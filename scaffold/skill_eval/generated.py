@@ -23,18 +23,15 @@ failed generator agent) a partial report is written to ``<owner>/.comet/eval/run
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import html
 import json
-import os
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -42,7 +39,7 @@ from typing import Any, Final
 import yaml
 
 from scaffold.agents.credentials import REDACTED, Redactor, load_environment
-from scaffold.atomic import write_json_atomic, write_text_atomic
+from scaffold.atomic import locked, write_json_atomic, write_text_atomic
 from scaffold.errors import GenerationError, ManifestError
 from scaffold.hashing import canonical_json
 from scaffold.skill_eval.answer import MAX_TASKS, MIN_TASKS
@@ -153,7 +150,7 @@ def ensure_generated(
     folder = cache_dir(owner, manifest.skill.name, key)
     if _valid(folder, key, builtin_tasks):
         return folder / "eval.yaml"
-    with _locked(lock_path(owner, key)):
+    with locked(lock_path(owner, key)):
         # Another run may have generated while this one waited for the lock: check again inside it.
         if _valid(folder, key, builtin_tasks):
             return folder / "eval.yaml"
@@ -226,17 +223,6 @@ def _valid(folder: Path, key: str, builtin_tasks: Collection[str]) -> bool:
     except ManifestError:
         return False
     return MIN_TASKS <= len(loaded.tasks) <= MAX_TASKS and all(isinstance(t, InlineTask) for t in loaded.tasks)
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock
 
 
 def _publish(folder: Path, key: str, text: str, generation: dict[str, Any]) -> None:

@@ -17,15 +17,14 @@ backend and inside a Docker container alike, with only the standard library and 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import shutil
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scaffold.atomic import locked
 from scaffold.errors import SelectionError
 from scaffold.skill_eval.manifest import InlineTask, Manifest, SourceTask
 from scaffold.tasks import INDEX_FILE, Task, TaskSpec, load_task
@@ -172,7 +171,7 @@ def write_tasks(
     dest.parent.mkdir(parents=True, exist_ok=True)
     # Every process of a session (pytest-xdist workers) asks for the same folder: one writes, the
     # others wait and find it written (the marker holds the digest of what was written).
-    with _locked(dest.parent / _LOCK):
+    with locked(dest.parent / _LOCK):
         if (dest / _MARKER).is_file() and (dest / _MARKER).read_text(encoding="utf-8").strip() == digest:
             return dest
         _write_all(manifest, by_name, names, dest, environment)
@@ -194,16 +193,6 @@ def plan_tasks(manifest: Manifest, selected: Sequence[str] | None, dest: Path, *
             planned[task.name] = Task(name=task.name, root=dest / task.name, spec=spec)
     _ = environment  # inline tasks read it only when written
     return planned
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _digest(manifest: Manifest, names: Sequence[str], environment: Path) -> str:

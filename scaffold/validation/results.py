@@ -39,6 +39,9 @@ class ValidationOutcome:
     outputs: Mapping[str, str] = field(default_factory=dict)
     """The task's ``[evaluation] outputs`` with the ``outputs`` its validators reported over them (a later
     script's value over an earlier one's): what the profile's rubric reads (RubricInput.outputs)."""
+    reward: float | None = None
+    """A Harbor-format verifier's reward (``reward.txt``/``reward.json``): when set it decides, as in
+    Harbor: at least 1 passes, a fraction is the completion score; the checks (ctrf tests) explain it."""
 
     @property
     def counted(self) -> tuple[ValidationCheck, ...]:
@@ -47,11 +50,15 @@ class ValidationOutcome:
 
     @property
     def pass_rate(self) -> float | None:
+        if self.reward is not None:
+            return min(max(self.reward, 0.0), 1.0)
         counted = self.counted
         return sum(c.passed for c in counted) / len(counted) if counted else None
 
     @property
     def all_passed(self) -> bool:
+        if self.reward is not None:
+            return self.reward >= 1.0
         counted = self.counted
         return bool(counted) and all(c.passed for c in counted)
 
@@ -149,11 +156,12 @@ def _name_reason(value: Any) -> tuple[str, str]:
 
 
 def _from_entry(index: int, item: Any, source: str) -> ValidationCheck:
-    if not isinstance(item, dict) or "name" not in item:
+    # "check" is the original Comet eval's validators' word for the name.
+    if not isinstance(item, dict) or ("name" not in item and "check" not in item):
         return ValidationCheck(
             f"checks[{index}]", "failed", source, f"a check needs a name and a status (got {item!r})"
         )
-    name = str(item["name"])
+    name = str(item["name"] if "name" in item else item["check"])
     raw = item.get("status", item.get("passed"))
     reason = str(item.get("reason") or item.get("message") or "")
     text = str(raw).strip().lower()

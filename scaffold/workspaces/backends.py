@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from scaffold.errors import SelectionError, WorkspaceError
@@ -22,6 +23,7 @@ def create_backend(
     workspace_root: Path,
     network: AgentNetwork = NO_NETWORK,
     agent_install: InstallSpec | None = None,
+    image_aliases: Mapping[str, str] | None = None,
 ) -> Backend:
     """The backend *name*, making workspaces under *workspace_root*.
 
@@ -30,6 +32,8 @@ def create_backend(
     this machine, with this machine's network and programs. The docker backend gives the agent's
     container a network only when *network* asks for one: this machine only (an endpoint served here),
     only the listed endpoints through the egress proxy, or else the engine's default bridge.
+    *image_aliases* (docker only): ``REF -> LOCAL`` for the images Harbor-format Dockerfiles name
+    (scaffold.workspaces.image_aliases).
     """
     # What killed sessions left (workspaces, control folders, agents' HOMEs) goes before this one makes its own.
     sweep_dead(workspace_root)
@@ -45,6 +49,7 @@ def create_backend(
             network_scope="host" if network.on_this_machine else "internet",
             agent_install=agent_install,
             egress=network.endpoints,
+            image_aliases=image_aliases,
         )
     raise SelectionError(f"--backend={name}: unknown backend; known: {', '.join(known_backends())}")
 

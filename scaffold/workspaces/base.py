@@ -135,6 +135,11 @@ class Workspace(Protocol):
     def put(self, source: Path, dest: str) -> None:
         """Copy a host file or folder (complete, with modes) to *dest* relative to the root."""
 
+    def put_at(self, source: Path, path: str) -> None:
+        """Copy a host file or folder to the absolute *path* of the workspace's machine (Harbor's
+        ``/tests`` and ``/solution``, outside the working directory); its parent folder must exist.
+        Only a workspace that is a machine of its own (a container) can: others raise WorkspaceError."""
+
     def write_text(self, dest: str, text: str) -> None:
         """Write *text* (UTF-8) to *dest* relative to the root, creating folders."""
 

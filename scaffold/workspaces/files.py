@@ -63,6 +63,14 @@ class HostFiles:
         else:
             shutil.copy2(source, target)
 
+    def put_at(self, source: Path, path: str) -> None:
+        # A folder of this machine is no machine of its own: writing /tests or /solution here would write
+        # this machine's root. Harbor-format tasks (the only users) therefore need a container.
+        raise WorkspaceError(
+            f"cannot put {source.name} at {path}: this workspace ({self._path}) shares this machine's file "
+            "system; Harbor-format tasks run with --backend docker"
+        )
+
     def write_text(self, dest: str, text: str) -> None:
         target = self._inside(dest)
         target.parent.mkdir(parents=True, exist_ok=True)

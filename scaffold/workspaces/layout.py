@@ -26,12 +26,26 @@ SHIM_DIR: Final = f"{VALIDATION_DIR}/_lib"
 _SHIM_PACKAGES: Final = ("scaffold", "scaffold/python", "scaffold/python/validation")
 
 
+_HELPERS: Final = ("core.py", "comet_checks.py", "comet_workflow.py")
+_TOP_LEVEL_COMET_CHECKS: Final = (
+    '"""The comet-workflow checks under the top-level name the original Comet eval\'s validators import."""\n'
+    "import sys\n\n"
+    "from scaffold.python.validation import comet_checks\n\n"
+    "sys.modules[__name__] = comet_checks\n"
+)
+"""``comet_checks``: the original's validators import the checks by this name (``from comet_checks import
+run_comet_checks, ...``); it is the package's module itself, not a copy."""
+
+
 def shim_files() -> list[tuple[str, str]]:
-    """(relative path, text) of a standard-library-only copy of ``scaffold.python.validation.core``,
-    importable whatever Python runs the scripts (containers do not have comet-eval installed)."""
-    core = resources.files("scaffold.python.validation").joinpath("core.py").read_text(encoding="utf-8")
+    """(relative path, text) of standard-library-only copies of the validation helpers: the package
+    ``scaffold.python.validation`` (``core``; ``comet_checks``, also as ``comet_workflow``, the original
+    Comet eval's name) and a top-level ``comet_checks``, importable whatever Python runs the scripts
+    (containers do not have comet-eval installed). Installed for validation only, after the agent."""
+    source = resources.files("scaffold.python.validation")
+    helpers = [(f"scaffold/python/validation/{n}", source.joinpath(n).read_text(encoding="utf-8")) for n in _HELPERS]
     packages = [(f"{package}/__init__.py", "") for package in _SHIM_PACKAGES]
-    return [*packages, ("scaffold/python/validation/core.py", core)]
+    return [*packages, *helpers, ("comet_checks.py", _TOP_LEVEL_COMET_CHECKS)]
 
 
 def write_shim(folder: Path) -> None:

@@ -63,6 +63,7 @@ def test_a_plain_suite_runs_with_pytest_html_and_base_url(coexist_python: Path, 
     assert (tmp_path / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_the_comet_suite_runs_with_its_prefixed_options(coexist_python: Path, tmp_path: Path) -> None:
     factory = TaskFactory(tmp_path / "local")
     factory.treatments("common.yaml", {"CONTROL": {"description": "baseline", "skills": []}})

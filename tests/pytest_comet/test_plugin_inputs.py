@@ -102,12 +102,14 @@ def test_every_problem_of_a_task_is_in_its_invalid_item_at_once(
     result.stdout.fnmatch_lines(
         [
             f"*{folder / 'instruction.md'}: missing: the agent's instruction goes here*",
-            f"*{folder / 'solution' / 'solve.sh'}: missing: the reference solution the oracle agent runs*",
-            f"*{index}: tasks[[]gamma[]].description: differs from [[]metadata[]] description*",
             "*task.toml: [[]metadata[]] default_treatments: names unknown treatment 'SKILL_NOPE'*",
             "*task.toml: [[]evaluation[]] profile: unknown evaluation profile; known: *(got 'nope')*",
         ]
     )
+    # Not problems: a user's task may ship no solve.sh (only the oracle refuses it), and an index.yaml
+    # entry that disagrees with task.toml is a warning (task.toml wins).
+    assert "solve.sh" not in result.stdout.str()
+    assert f"{index}: tasks[gamma]" not in result.stdout.str()
 
 
 def test_skill_path_without_treatment_runs_only_control_and_dynamic_skill(

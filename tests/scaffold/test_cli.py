@@ -93,11 +93,12 @@ def test_tasks_list_text(capsys: pytest.CaptureFixture[str], good: TaskFactory) 
     assert err == ""
     lines = out.splitlines()
     assert len(lines) == 3
-    assert lines[0].split() == ["alpha", "generic", "easy", "CONTROL", "first", "task"]
-    assert lines[1].split() == ["beta", "comet", "medium", "CONTROL", "second", "task"]
+    # Each task's format (comet: ours or the original Comet eval's; harbor) follows its name.
+    assert lines[0].split() == ["alpha", "comet", "generic", "easy", "CONTROL", "first", "task"]
+    assert lines[1].split() == ["beta", "comet", "comet", "medium", "CONTROL", "second", "task"]
     assert lines[2].split() == ["gamma", "INVALID", "(2", "problems;", "run:", "comet", "tasks", "check)"]
     # Names are padded to one width so the columns line up.
-    assert lines[0].index("generic") == lines[1].index("comet") == len("alpha") + 2
+    assert lines[0].index("comet") == lines[1].index("comet") == len("alpha") + 2
 
 
 def test_tasks_list_json(capsys: pytest.CaptureFixture[str], good: TaskFactory) -> None:
@@ -111,6 +112,7 @@ def test_tasks_list_json(capsys: pytest.CaptureFixture[str], good: TaskFactory) 
         {
             "name": "alpha",
             "status": "ok",
+            "format": "comet",
             "category": "generic",
             "difficulty": "easy",
             "default_treatments": ["CONTROL"],
@@ -120,6 +122,7 @@ def test_tasks_list_json(capsys: pytest.CaptureFixture[str], good: TaskFactory) 
         {
             "name": "beta",
             "status": "ok",
+            "format": "comet",
             "category": "comet",
             "difficulty": "medium",
             "default_treatments": ["CONTROL"],
@@ -167,7 +170,7 @@ def test_tasks_check_good_folder(capsys: pytest.CaptureFixture[str], good: TaskF
 
     assert code == 0
     assert err == ""
-    assert out == "2 task(s) OK; 1 treatment(s) OK\n"
+    assert out.splitlines() == ["  alpha  comet   ok", "  beta   comet   ok", "2 task(s) OK; 1 treatment(s) OK"]
 
 
 def test_tasks_check_uses_the_treatments_beside_the_tasks_folder(
@@ -180,7 +183,7 @@ def test_tasks_check_uses_the_treatments_beside_the_tasks_folder(
     code, out, _ = run(capsys, "tasks", "check", factory.tasks_dir)
 
     assert code == 0
-    assert out == "1 task(s) OK; 2 treatment(s) OK\n"
+    assert out.splitlines()[-1] == "1 task(s) OK; 2 treatment(s) OK"
 
 
 def test_tasks_check_with_treatments_dir_and_skill_base(
@@ -200,7 +203,7 @@ def test_tasks_check_with_treatments_dir_and_skill_base(
     )  # fmt: skip
     without_base = run(capsys, "tasks", "check", factory.tasks_dir, "--treatments-dir", elsewhere)
 
-    assert with_base == (0, "1 task(s) OK; 2 treatment(s) OK\n", "")
+    assert with_base == (0, "  alpha  comet   ok\n1 task(s) OK; 2 treatment(s) OK\n", "")
     assert without_base[0] == 1
     assert f"skill folder {elsewhere.parent / 'bench' / 'v1' / 'comet'} does not exist" in without_base[1]
 
@@ -229,7 +232,7 @@ def test_tasks_check_lists_every_problem(capsys: pytest.CaptureFixture[str], bro
         "add '- name: unregistered' under tasks",
     ]
     assert lines[:4] == expected
-    profile_line, treatment_line = lines[4:]
+    profile_line, treatment_line = lines[4:6]
     assert profile_line.startswith(f"{tasks / 'unknown-profile' / TASK_FILE}: [evaluation] profile: ")
     assert profile_line.endswith("(got 'nope')")
     assert "unknown evaluation profile; known: " in profile_line
@@ -239,7 +242,16 @@ def test_tasks_check_lists_every_problem(capsys: pytest.CaptureFixture[str], bro
         f"{tasks / 'unknown-treatment' / TASK_FILE}: [metadata] default_treatments: "
         "names unknown treatment 'SKILL_NOPE'; known: CONTROL (got 'SKILL_NOPE')"
     )
-    assert "good" not in out
+    # Then each task, its format and whether it can run ("?": no task.toml to tell the format from).
+    assert lines[6:] == [
+        "  bad-enum           ?       INVALID",
+        "  ghost              ?       INVALID",
+        "  good               comet   ok",
+        "  no-instruction     comet   INVALID",
+        "  unknown-profile    comet   INVALID",
+        "  unknown-treatment  comet   INVALID",
+        "  unregistered       comet   INVALID",
+    ]
     assert err == "\n6 problem(s); 7 task(s) checked\n"
 
 
@@ -249,9 +261,9 @@ def test_tasks_check_reports_treatment_file_problems(capsys: pytest.CaptureFixtu
     code, out, err = run(capsys, "tasks", "check", good.tasks_dir)
 
     assert code == 1
-    assert out.splitlines() == [
+    assert out.splitlines()[0] == (
         f"{bad}: treatment names start with a letter and use only letters, digits and '_' (got 'bad-name')"
-    ]
+    )
     assert err == "\n1 problem(s); 2 task(s) checked\n"
 
 
@@ -298,10 +310,81 @@ def test_tasks_check_shows_every_problem_of_a_task_at_once(
 
     assert code == 1
     lines = out.splitlines()
-    assert lines[0] == f"{several / 'solution' / 'solve.sh'}: missing: the reference solution the oracle agent runs"
-    assert lines[1].startswith(f"{index}: tasks[several].description: differs from [metadata] description")
-    assert lines[2].startswith(f"{unparsable / TASK_FILE}: not valid TOML: ")
-    assert lines[3] == f"{unparsable / 'instruction.md'}: missing: the agent's instruction goes here"
-    assert lines[4].startswith(f"{several / TASK_FILE}: [metadata] default_treatments: names unknown treatment")
-    assert lines[5].startswith(f"{several / TASK_FILE}: [evaluation] profile: unknown evaluation profile")
-    assert len(lines) == 6
+    assert lines[0].startswith(f"{unparsable / TASK_FILE}: not valid TOML: ")
+    assert lines[1] == f"{unparsable / 'instruction.md'}: missing: the agent's instruction goes here"
+    assert lines[2].startswith(f"{several / TASK_FILE}: [metadata] default_treatments: names unknown treatment")
+    assert lines[3].startswith(f"{several / TASK_FILE}: [evaluation] profile: unknown evaluation profile")
+    # Accepted, so a warning: task.toml wins over the index; and a user's task needs no solve.sh.
+    assert lines[4].startswith(f"warning: {index}: tasks[several].description: differs from [metadata] description")
+    assert lines[5:] == ["  several     comet   INVALID (1 warning(s))", "  unparsable  ?       INVALID"]
+    assert "solve.sh" not in out
+
+
+# --- Harbor-format tasks beside ours: each task's format -------------------------------------------
+
+
+def harbor_folder(root: Path) -> Path:
+    """A folder holding one Harbor task (no index.yaml, as Harbor corpora have none)."""
+    from tests.scaffold.test_harbor_loader import harbor_task
+
+    root.mkdir(parents=True, exist_ok=True)
+    harbor_task(
+        root, "kv-store", '[metadata]\ncategory = "systems"\n[agent]\ntimeout_sec = 60\n[solution.env]\nK = "s3cret"\n'
+    )
+    return root
+
+
+def test_tasks_list_shows_each_tasks_format(
+    capsys: pytest.CaptureFixture[str], good: TaskFactory, tmp_path: Path
+) -> None:
+    harbor = harbor_folder(tmp_path / "harbor")
+
+    code, out, _ = run(capsys, "tasks", "list", good.tasks_dir, harbor)
+    as_json = json.loads(run(capsys, "tasks", "list", "--json", good.tasks_dir, harbor)[1])
+
+    assert code == 0
+    assert [line.split()[:3] for line in out.splitlines()] == [
+        ["alpha", "comet", "generic"],
+        ["beta", "comet", "comet"],
+        ["kv-store", "harbor", "systems"],
+    ]
+    assert {row["name"]: row["format"] for row in as_json} == {"alpha": "comet", "beta": "comet", "kv-store": "harbor"}
+    assert as_json[2]["description"] == "Start the server"
+
+
+def test_tasks_check_json_gives_each_tasks_format_problems_and_warnings(
+    capsys: pytest.CaptureFixture[str], good: TaskFactory, tmp_path: Path
+) -> None:
+    harbor = harbor_folder(tmp_path / "harbor")
+    good.index[0]["description"] = "not what task.toml says"
+    good.write_index()
+
+    code, out, _ = run(capsys, "tasks", "check", "--json", good.tasks_dir, harbor)
+
+    assert code == 0
+    shown = json.loads(out)
+    assert shown["problems"] == []
+    assert [(t["name"], t["format"], t["status"], len(t["warnings"])) for t in shown["tasks"]] == [
+        ("alpha", "comet", "ok", 1),
+        ("beta", "comet", "ok", 0),
+        ("kv-store", "harbor", "ok", 0),
+    ]
+    assert "task.toml wins" in shown["tasks"][0]["warnings"][0]
+
+
+def test_tasks_show_a_harbor_task_without_its_secrets(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    harbor = harbor_folder(tmp_path / "harbor")
+
+    code, out, _ = run(capsys, "tasks", "show", "kv-store", harbor, "--json")
+    text = run(capsys, "tasks", "show", "kv-store", harbor)[1]
+    unknown = run(capsys, "tasks", "show", "nope", harbor)
+
+    assert code == 0
+    shown = json.loads(out)
+    assert (shown["format"], shown["spec"]["environment"]["timeout_sec"]) == ("harbor", 60.0)
+    assert shown["harbor"]["solution_env"] == ["K"]  # names only: [solution.env] holds API keys
+    assert shown["harbor"]["unused"] == {}
+    assert "s3cret" not in out + text
+    assert "format: harbor" in text
+    assert unknown[0] == 2
+    assert unknown[2] == "comet: no task 'nope'; known: kv-store\n"

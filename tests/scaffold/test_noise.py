@@ -165,6 +165,25 @@ def test_text_fallback_reads_record_errors_when_there_is_no_trajectory() -> None
     assert verdict.evidence["where"] == "errors[0]"
 
 
+def test_an_error_code_inside_another_word_is_no_network_failure() -> None:
+    # "ModuleNotFoundError" holds "enotfound": a script's own failure, not the network's.
+    t = traj(errors=("Traceback ...\nModuleNotFoundError: No module named 'zrx7'",), completed=True)
+    check("included", "", classify(rec(t, verdict="failed")))
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        ({"type": "SkillLeakError", "message": "the image holds /root/.claude/skills/x/SKILL.md"}, "skill_leak"),
+        ({"type": "VerifierError", "message": "the verifier wrote no reward"}, "missing_reward"),
+    ],
+)
+def test_harbor_harness_errors_are_excluded_with_their_reason(error: dict[str, str], reason: str) -> None:
+    verdict = classify(rec(None, verdict="error", errors=(error,)))
+    check("excluded", reason, verdict)
+    assert verdict.evidence["error"]["type"] == error["type"]
+
+
 def test_structured_signal_wins_over_text() -> None:
     t = traj(failures=(fail(401, "Failed to authenticate"),), errors=("ECONNREFUSED rate limit exceeded",))
     check("excluded", "auth_failed", classify(rec(t, verdict="failed")))
@@ -258,6 +277,8 @@ def test_every_reason_is_reachable() -> None:
         "auth_failed",
         "network_failed",
         "api_error",
+        "skill_leak",
+        "missing_reward",
     }
     assert len(FLAGGED_REASONS) == 4
 

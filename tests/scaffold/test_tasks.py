@@ -20,9 +20,9 @@ from tests.support.factories import TaskFactory
 MINIMAL_TOML = '[metadata]\nname = "{name}"\n\n[validation]\ntest_scripts = ["check.py"]\n'
 
 
-def problems_of(folder: Path) -> list[Problem]:
+def problems_of(folder: Path, *, require_solution: bool = True) -> list[Problem]:
     with pytest.raises(TaskError) as info:
-        load_task(folder)
+        load_task(folder, require_solution=require_solution)
     assert info.value.problems, "a TaskError always carries at least one problem"
     return list(info.value.problems)
 
@@ -176,7 +176,7 @@ def test_unknown_section_lists_the_allowed_sections(factory: TaskFactory) -> Non
         pytest.param("environment", "cpus", True, "expected a valid number", id="bool-for-number"),
         pytest.param("metadata", "description", 5, "expected a valid string", id="int-for-string"),
         pytest.param("metadata", "category", 3, "expected a valid string", id="int-for-category"),
-        pytest.param("validation", "test_scripts", "check.py", "expected a list", id="string-for-list"),
+        pytest.param("validation", "test_scripts", 3, "expected a list", id="int-for-list"),
         pytest.param("metadata", "default_treatments", "CONTROL", "expected a list", id="string-for-treatments"),
         pytest.param("validation", "test_scripts", ["check.py", 3], "expected a valid string", id="int-in-list"),
         pytest.param("evaluation", "require_skill_invocation", "yes", "expected a valid boolean", id="string-for-bool"),
@@ -310,6 +310,22 @@ def test_missing_required_file(factory: TaskFactory, remove: str, message: str) 
 
     assert problem.file == folder / remove
     assert problem.message == message
+
+
+def test_solution_is_optional_unless_required(factory: TaskFactory) -> None:
+    # The original Comet eval's tasks ship no solve.sh; only the project's own (built-in) tasks must.
+    folder = factory.task("no-solution")
+    (folder / "solution" / "solve.sh").unlink()
+
+    task = load_task(folder)
+    catalog = load_catalog([factory.tasks_dir])
+    strict = load_catalog([factory.tasks_dir], require_solution=[factory.tasks_dir])
+
+    assert not task.has_solution
+    assert list(catalog.tasks) == ["no-solution"]
+    (problem,) = strict.broken["no-solution"]
+    assert problem.file == folder / "solution" / "solve.sh"
+    assert problem.message == "missing: the reference solution the oracle agent runs"
 
 
 def test_missing_environment_folder(factory: TaskFactory) -> None:
@@ -488,7 +504,7 @@ def test_every_problem_of_a_task_is_reported_at_once(factory: TaskFactory) -> No
     (folder / "solution" / "solve.sh").unlink()
 
     with pytest.raises(TaskError) as info:
-        load_task(folder)
+        load_task(folder, require_solution=True)
 
     problems = info.value.problems
     assert {p.key for p in problems if p.file == folder / TASK_FILE} == {
@@ -581,17 +597,22 @@ def test_index_entry_without_a_folder(factory: TaskFactory) -> None:
         ("description", "something else", "[metadata] description = 'task drift'"),
     ],
 )
-def test_index_fields_that_disagree_with_task_toml(
+def test_index_fields_that_disagree_with_task_toml_are_a_warning_and_task_toml_wins(
     factory: TaskFactory, key: str, index_value: Any, toml_text: str
 ) -> None:
+    # The original Comet eval's own example has different descriptions in the two files: it must load.
     folder = factory.task("drift")
     factory.index[0][key] = index_value
     factory.write_index()
 
     catalog = load_catalog([factory.tasks_dir])
 
-    assert "drift" not in catalog.tasks
-    (problem,) = catalog.broken["drift"]
+    assert catalog.broken == {}
+    assert catalog.problems() == []
+    task = catalog.tasks["drift"]
+    assert getattr(task.spec.metadata, key) != (tuple(index_value) if isinstance(index_value, list) else index_value)
+    (problem,) = task.warnings
+    assert "task.toml wins" in problem.message
     assert problem.file == factory.tasks_dir / INDEX_FILE
     assert problem.key == f"tasks[drift].{key}"
     assert problem.value == index_value

@@ -34,6 +34,23 @@ def scripted_cli_env(home: Path, url: str | None) -> dict[str, str]:
     return env
 
 
+def scripted_run_env(tmp_path: Path, url: str, cli_dir: str) -> dict[str, str]:
+    """The environment of a whole run (comet eval, or the pytest suite in a subprocess) of a real CLI
+    against the scripted model server at *url*: the CLI's folder first on PATH, private TMPDIR and
+    comet-eval home under *tmp_path*, and the docker backend's settings and agent cache of this machine."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {
+        **scripted_cli_env(tmp_path / "home", url),
+        "PATH": cli_dir + os.pathsep + os.environ.get("PATH", os.defpath),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "COMET_EVAL_HOME": str(tmp_path / "eval-home"),
+        "LANG": "C.UTF-8",
+        # The docker backend mounts the agent CLIs installed once per machine in this cache.
+        "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
+        **{k: v for k, v in os.environ.items() if k in ("DOCKER_HOST", "COMET_DOCKER_COPY")},
+    }
+
+
 def require_cli(name: str) -> str:
     """The folder of CLI *name*: where a run finds it (scaffold.agents.locate), else .ci/run's folder."""
     found = locate(name, os.environ).found or (BIN_DIR / name if (BIN_DIR / name).exists() else None)

@@ -10,7 +10,10 @@ copy_mode.py    files in and out as tar archives, for engines that cannot see th
 sessions.py     labels, background removal, sweeps of what dead sessions left
 agent_layer.py  agent CLIs installed once on the host, mounted (or copied into a volume)
 images.py       task images: tagged by content hash, built with a time limit
-base_image.py   the offline base image: debootstrap + import
+harbor_image.py a Harbor-format task's image: its docker_image, else its Dockerfile built; the skill leak check
+dockerfile.py   the rewrite of a Harbor Dockerfile: image aliases, COPY skills left out, the host's CA
+host_trust.py   the host's CA bundle and proxy settings, for builds and containers
+base_image.py   the offline base images (bookworm, trixie): debootstrap + import
 engine.py       the engine connection, machine-wide state and locks
 """
 

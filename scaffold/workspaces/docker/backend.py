@@ -36,27 +36,37 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from scaffold.errors import WorkspaceError
+from scaffold.errors import SkillLeakError, WorkspaceError
 from scaffold.tasks import Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
 from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent
 from scaffold.workspaces.docker.base_image import BASE_TAG
-from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees
+from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees, put_absolute
 from scaffold.workspaces.docker.egress import Refusal
 from scaffold.workspaces.docker.engine import connect, file_lock, image_id, state_dir
 from scaffold.workspaces.docker.exec import quick_exec
+from scaffold.workspaces.docker.harbor_image import (
+    WITHOUT_SKILLS,
+    find_skills,
+    harbor_image,
+    harbor_image_tag,
+    plan_build,
+)
+from scaffold.workspaces.docker.host_trust import HOST_CA_PATH, ca_environment, host_ca_bundle
 from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, task_image_tag
 from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper, make_control
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.files import fresh_copy, remove_empty_parents
+from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
 
 __all__ = ["DockerBackend"]
@@ -66,6 +76,12 @@ __all__ = ["DockerBackend"]
 class _Image:
     tag: str
     path: str  # the image's PATH, to put agent bin folders in front of
+    workdir: str = "/"  # the image's WORKDIR: a Harbor task's workspace root
+
+
+def _variant(task: Task) -> str:
+    """The key of a task's image: its name, and whether the environment's skills are left out."""
+    return task.name + (WITHOUT_SKILLS if task.without_skills else "")
 
 
 def _direct(api: Any) -> Any:
@@ -103,6 +119,7 @@ class DockerBackend:
         agent_cache: Path | None = None,
         copy: bool | None = None,
         egress: Sequence[str] = (),
+        image_aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.workspace_root = workspace_root
         self._owned = OwnedFolders(workspace_root)
@@ -112,16 +129,21 @@ class DockerBackend:
         self._agent_cache = agent_cache
         self.base_image = base_image
         self.build_timeout = build_timeout
+        self.image_aliases = {normalise_ref(ref): local for ref, local in (image_aliases or {}).items()}
+        """``--image-alias``: the images Harbor-format Dockerfiles name, mapped to local ones (normalised keys)."""
         self.copy_mode: bool | None = copy if copy is not None else copy_from_env()
         self._copy_decided = copy is not None
         self.client = connect()
+        self._host_ca = host_ca_bundle()
+        """The host's CA bundle, when it has one: put into Harbor tasks' containers (_put_host_ca)."""
         """The engine's high-level client (``docker.DockerClient``)."""
         self._api = _direct(self.client.api)  # the low-level client: one request per call, no model inspects
         self._stream_client: Any = None
         self.networking = AgentNetworking(self.client, self._api, scope=network_scope, endpoints=egress)
         self.session = Session.current()
-        self._images: dict[str, _Image] = {}
+        self._images: dict[str, _Image] = {}  # by _variant(task)
         self._failed: dict[str, WorkspaceError] = {}
+        self._skills_found: dict[str, tuple[str, ...]] = {}  # image id -> its SKILL.md files
         self._agent: AgentMount | None = None
         self._agent_ready = False
         self._agent_volume: str | None = None
@@ -176,23 +198,29 @@ class DockerBackend:
         if workspace.phase == "agent":
             if self._pythonpath:
                 full["PYTHONPATH"] = os.pathsep.join([*filter(None, [env.get("PYTHONPATH")]), *self._pythonpath])
-        elif "PATH" not in env:  # validation: the agent's bin folders leave PATH (the mount stays, read-only)
-            full["PATH"] = self._images[workspace.task.name].path
+        else:
+            if "PATH" not in env:  # validation: the agent's bin folders leave PATH (the mount stays, read-only)
+                full["PATH"] = self._image_of(workspace.task).path
+            if workspace.native and workspace.network:
+                # A Harbor verifier on the bridge goes direct, not through the agent's egress proxy (which
+                # lets nothing but the model endpoint through).
+                full = {**self.networking.proxy_reset(), **full}
         return full
 
     # -- images
 
     def prepare(self, task: Task) -> None:
         """Build (or reuse) the task's image, decide bind or copy mode, install the agent CLI; once each."""
-        if task.name in self._failed:  # a broken build fails every trial at once, not after another build
-            raise self._failed[task.name]
-        if task.name not in self._images:
+        key = _variant(task)
+        if key in self._failed:  # a broken build (or a skill leak) fails every trial at once, not after another build
+            raise self._failed[key]
+        if key not in self._images:
             try:
-                self._images[task.name] = self._task_image(task)
+                self._images[key] = self._task_image(task)
             except WorkspaceError as exc:
-                self._failed[task.name] = exc
+                self._failed[key] = exc
                 raise
-        image = self._images[task.name].tag
+        image = self._images[key].tag
         if not self._copy_decided:
             self.copy_mode = self.copy_mode if self.copy_mode is not None else not self._engine_sees_host(image)
             self._copy_decided = True
@@ -203,16 +231,68 @@ class DockerBackend:
             self._agent_ready = True
 
     def image_tag(self, task: Task) -> str:
-        """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key."""
+        """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
+        Harbor-format task, of its build as :mod:`.harbor_image` makes it (``-without-skills`` variant)."""
+        if task.format == "harbor":
+            build = plan_build(task, aliases=self.image_aliases, base_image=self.base_image)
+            with tempfile.TemporaryDirectory(prefix="comet-harbor-tag-") as tmp:
+                return harbor_image_tag(self.client, task, build, Path(tmp))
         base = image_id(self.client, self.base_image)
         agent = self._agent_install.key if self._agent_install else "none"
         extra = {"base": base or f"missing:{self.base_image}", "agent": agent}
         return task_image_tag(task.name, task.environment_dir, self._dockerfile(task), extra)
 
+    def _network_mode(self, workspace: DockerWorkspace, network: bool) -> str:
+        harbor = workspace.task.harbor
+        if harbor is not None and harbor.allow_internet and not network:
+            # The task allows the internet (Harbor's default) and the agent needs none of ours (oracle,
+            # nop): the container gets the engine's default bridge, as Harbor gives it, for solve.sh and the
+            # verifier. An agent with a model endpoint keeps its endpoint-only network while it works;
+            # validation then joins the bridge (begin_validation).
+            return "bridge"
+        return self.networking.mode() if network else "none"
+
+    def _environment(self, workspace: DockerWorkspace) -> dict[str, str]:
+        harbor = workspace.task.harbor
+        if harbor is None:
+            return {"COMET_WORKSPACE": workspace.root, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+        # Harbor's images are run as they are: their own locale and bytecode habits, plus the task's
+        # [environment.env]; no workspace variable of ours is needed by their scripts.
+        env = {"COMET_WORKSPACE": workspace.root, **dict(harbor.environment_env)}
+        if self._host_ca is not None:  # pip, uv, curl and npm in the task's commands trust the host's CA
+            env.update(ca_environment())
+        return env
+
+    def _put_host_ca(self, container_id: str) -> None:
+        """The host's CA bundle at HOST_CA_PATH in a Harbor task's container, also for a prebuilt
+        ``docker_image`` that no build of ours put it into (behind a TLS-inspecting proxy, HTTPS from
+        inside a container fails without it)."""
+        assert self._host_ca is not None
+        with tempfile.TemporaryDirectory(prefix="comet-ca-") as tmp:
+            folder = Path(tmp) / PurePosixPath(HOST_CA_PATH).parent.name
+            folder.mkdir()
+            shutil.copyfile(self._host_ca, folder / PurePosixPath(HOST_CA_PATH).name)
+            put_absolute(self._api, container_id, folder, str(PurePosixPath(HOST_CA_PATH).parent))
+
+    def _image_of(self, task: Task) -> _Image:
+        """The prepared image of *task* (its variant: with or without the environment's skills)."""
+        return self._images[_variant(task)]
+
     def _dockerfile(self, task: Task) -> Path:
         return task.root / task.spec.environment.dockerfile
 
     def _task_image(self, task: Task) -> _Image:
+        if task.format == "harbor":
+            tag = harbor_image(
+                self.client,
+                task,
+                aliases=self.image_aliases,
+                base_image=self.base_image,
+                build_timeout=self.build_timeout,
+            )
+            if task.without_skills:
+                self._check_no_skills(tag)
+            return self._image_config(tag)
         tag = self.image_tag(task)
         safe = tag.replace("/", "_").replace(":", "_")
         with file_lock(f"image-{safe}"):
@@ -235,9 +315,22 @@ class DockerBackend:
                             f"\n(the base image {self.base_image} is missing: build it with `comet images build-base`)"
                         )
                     raise WorkspaceError(f"task {task.name}: {exc}{hint}") from None
-        env = self.client.images.get(tag).attrs.get("Config", {}).get("Env") or []
+        return self._image_config(tag)
+
+    def _image_config(self, tag: str) -> _Image:
+        config = self.client.images.get(tag).attrs.get("Config") or {}
+        env = config.get("Env") or []
         path = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), "/usr/local/bin:/usr/bin:/bin")
-        return _Image(tag, path)
+        return _Image(tag, path, config.get("WorkingDir") or "/")
+
+    def _check_no_skills(self, tag: str) -> None:
+        """SkillLeakError when the image *tag* (meant to be without the task's skills) holds a SKILL.md;
+        searched once per image id (a CONTROL image shared by tasks is searched once)."""
+        key = image_id(self.client, tag) or tag
+        if key not in self._skills_found:
+            self._skills_found[key] = find_skills(self.client, tag)
+        if self._skills_found[key]:
+            raise SkillLeakError(tag, self._skills_found[key])
 
     def _engine_sees_host(self, image: str) -> bool:
         """Whether the engine can bind-mount this machine's folders (else: copy mode), asked with a new,
@@ -260,11 +353,21 @@ class DockerBackend:
         self.prepare(task)
         copy = bool(self.copy_mode)
         path = self.workspace_root / trial_key
+        native = task.format == "harbor"
         workspace = DockerWorkspace(
-            self, task, trial_key, path, network=self.network if network is None else network, copy=copy
+            self,
+            task,
+            trial_key,
+            path,
+            network=self.network if network is None else network,
+            copy=copy,
+            root=self._image_of(task).workdir if native else ROOT,
+            native=native,
         )
         try:
-            if copy:
+            if native:
+                shutil.rmtree(path, ignore_errors=True)  # nothing lives here until a kept copy comes out
+            elif copy:
                 shutil.rmtree(path, ignore_errors=True)  # a copy kept by an earlier run: not this trial's
                 workspace.volume = self._create_volume(workspace)
                 assert isinstance(workspace.files, ContainerFiles)
@@ -311,17 +414,22 @@ class DockerBackend:
         response, not from an inspect). The keeper is its main process; stdin stays open for it."""
         from docker.types import Mount
 
-        image = self._images[workspace.task.name]
+        image = self._image_of(workspace.task)
         limits = workspace.task.spec.environment
         agent = self._agent if phase == "agent" else None
         network = workspace.network and phase == "agent"
-        if workspace.volume is not None:
+        harbor = workspace.task.harbor
+        mode = self._network_mode(workspace, network)
+        mounts: list[Any] = []
+        if workspace.native:
+            pass  # the image's own file system is the workspace
+        elif workspace.volume is not None:
             mounts = [Mount(ROOT, workspace.volume, type="volume", no_copy=True)]
         else:
             mounts = [Mount(ROOT, str(workspace.host_path.absolute()), type="bind")]
         if workspace.control is not None:
             mounts.append(Mount(CONTROL, str(workspace.control.absolute()), type="bind"))
-        env = {"COMET_WORKSPACE": ROOT, "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
+        env = self._environment(workspace)
         if agent is not None:
             if self._agent_volume is not None:
                 mounts.append(Mount(agent.target, self._agent_volume, type="volume", read_only=True, no_copy=True))
@@ -335,7 +443,7 @@ class DockerBackend:
         try:
             config = api.create_host_config(
                 mounts=mounts,
-                network_mode=self.networking.mode() if network else "none",
+                network_mode=mode,
                 dns_opt=self.networking.dns_options() if network else None,
                 nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
                 mem_limit=f"{limits.memory_mb}m",
@@ -345,10 +453,13 @@ class DockerBackend:
             )
             created = api.create_container(
                 image.tag,
-                ["/bin/sh", "-c", KEEPER_SCRIPT],
+                None,
+                # The keeper as the entrypoint: an image of its own (Harbor's) may declare one, which would
+                # otherwise get the keeper as its arguments.
+                entrypoint=["/bin/sh", "-c", KEEPER_SCRIPT],
                 name=name,
                 labels=self._labels(workspace, phase),
-                working_dir=ROOT,
+                working_dir=workspace.root,
                 environment=env,
                 stdin_open=True,
                 host_config=config,
@@ -365,6 +476,8 @@ class DockerBackend:
                 raise WorkspaceError(f"cannot start the container of {workspace.trial_key}: {exc}") from None
             raise
         workspace.container = self.client.containers.prepare_model({"Id": created["Id"], "Name": f"/{name}"})
+        if harbor is not None and self._host_ca is not None:
+            self._put_host_ca(created["Id"])
         control = workspace.control if self.keeper_commands else None
         workspace.keeper = Keeper(self.stream_api(), created["Id"], control)
         workspace.phase = phase
@@ -386,6 +499,9 @@ class DockerBackend:
         if workspace.phase != "agent" or workspace.container is None:
             return
         if policy is ValidationPolicy.SHARED:
+            harbor = workspace.task.harbor
+            if workspace.network and harbor is not None and harbor.allow_internet:
+                self.networking.join_bridge(workspace.container.id)
             workspace.phase = "validation"
             return
         ok = workspace.keeper is not None and workspace.keeper.reset()
@@ -411,6 +527,8 @@ class DockerBackend:
             state = "gone"
         if state != "running":
             raise WorkspaceError(f"cannot end the processes in the container of {workspace.host_path}: it is {state}")
+        if workspace.native:  # its files are the container's own: a replacement would start from the image
+            raise WorkspaceError(f"cannot end the processes in the container of {workspace.trial_key}")
         self._replace_container(workspace, phase=workspace.phase)
 
     def _replace_container(self, workspace: DockerWorkspace, *, phase: Phase) -> None:
@@ -422,7 +540,7 @@ class DockerBackend:
 
     def _hand_back(self, workspace: DockerWorkspace) -> None:
         """Give files the container's root created back to the host user, so they can be removed."""
-        if os.getuid() == 0 or workspace.container is None or workspace.copy:
+        if os.getuid() == 0 or workspace.container is None or workspace.copy or workspace.native:
             return
         with contextlib.suppress(Exception):
             quick_exec(self._api, workspace.container.id, ["chown", "-R", f"{os.getuid()}:{os.getgid()}", ROOT], ROOT)

@@ -1,9 +1,14 @@
-"""The offline base image of the docker backend, ``comet-eval/base:bookworm``.
+"""The offline base images of the docker backend, ``comet-eval/base:<release>`` (bookworm, trixie).
 
-No registry is reachable where evaluations run, so nothing is ever pulled: the image is made with
+No registry is reachable where evaluations run, so nothing is ever pulled: an image is made with
 ``debootstrap`` from the Debian mirror the machine's apt already uses, then imported through the Docker
-API (``comet images build-base``). Building it takes a file lock, so pytest-xdist workers (or two shells)
-build it once.
+API (``comet images build-base --release bookworm|trixie``). Building it takes a file lock, so
+pytest-xdist workers (or two shells) build it once.
+
+``comet-eval/base:bookworm`` is what our own tasks build ``FROM ${BASE_IMAGE}``. Both releases are also
+local stand-ins for the ``python:*-slim`` and ``ubuntu:*`` images Harbor-format tasks name (``--image-alias
+ubuntu:24.04=comet-eval/base:trixie``): the same commands, ``python``/``pip`` under the names those images
+use, and pip allowed to install into the system Python (PEP 668) as it is there.
 """
 
 from __future__ import annotations
@@ -27,25 +32,68 @@ from scaffold.workspaces.docker.engine import connect, file_lock, image_id, safe
 
 __all__ = [
     "APT_PACKAGES",
+    "BASE_ENV",
     "BASE_PACKAGES",
     "BASE_SUITE",
     "BASE_TAG",
+    "RELEASES",
     "BaseImage",
+    "base_tag",
     "build_base_image",
     "debian_mirror",
 ]
 
-BASE_TAG = "comet-eval/base:bookworm"
 BASE_SUITE = "bookworm"
-# Everything a task script, a validation script or an npm-installed agent CLI needs. util-linux (setsid,
-# kill) and grep are Essential, so minbase has them already. Node.js 18 comes from Debian itself.
-BASE_PACKAGES = ("python3", "nodejs", "ca-certificates", "bash", "coreutils", "procps", "git")
+BASE_TAG = "comet-eval/base:bookworm"
+RELEASES: Mapping[str, str] = {"bookworm": "3.11", "trixie": "3.13"}
+"""The Debian releases ``comet images build-base --release`` knows, with the Python each ships."""
+# Everything a task script, a validation script or an npm-installed agent CLI needs, and the commands the
+# python:*-slim and ubuntu:* images have (bash, coreutils, grep, sed, mawk, findutils, tar, gzip, procps,
+# ca-certificates, apt-get and dpkg: most are Essential, so minbase has them; named anyway, so a release
+# that demotes one still has it). util-linux (setsid, kill) is Essential. Node.js comes from Debian itself.
+# curl is not in those images, but it is here: Harbor verifiers and Dockerfiles `apt-get install curl` to
+# bootstrap uv, and with curl present that step is a no-op that works where no Debian mirror is
+# reachable (the uv download after it then fails the documented way, not with "curl: not found").
+BASE_PACKAGES = (
+    "python3",
+    "nodejs",
+    "ca-certificates",
+    "bash",
+    "coreutils",
+    "procps",
+    "git",
+    "grep",
+    "sed",
+    "mawk",
+    "findutils",
+    "tar",
+    "gzip",
+    "curl",
+)
 # npm depends on virtual packages (node-has, node-cli-table3, node-cssesc...) that debootstrap's resolver
-# cannot satisfy (it ignores Provides); apt-get inside the new root resolves them, so npm goes there.
-APT_PACKAGES = ("npm",)
+# cannot satisfy (it ignores Provides); apt-get inside the new root resolves them, so npm goes there, and
+# so do python3-pip (python3:any) and its companions: pip and pip3, python (python-is-python3), venv.
+APT_PACKAGES = ("npm", "python3-pip", "python3-venv", "python-is-python3")
+BASE_ENV: Mapping[str, str] = {
+    "LANG": "C.UTF-8",
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    # Debian marks its Python externally managed (PEP 668); python:*-slim images do not, and tasks
+    # written for them `pip install` into the system Python.
+    "PIP_BREAK_SYSTEM_PACKAGES": "1",
+}
 OWNER_LABEL = "comet-eval.owner"
 OWNER = "comet-eval"
 DEBOOTSTRAP_TIMEOUT_S = 1800.0
+# Plain Debian suites: a mirror serving one serves the others (the fallback of debian_mirror).
+_DEBIAN_SUITES = frozenset(
+    ("buster", "bullseye", "bookworm", "trixie", "forky", "sid", "oldstable", "stable", "testing", "unstable")
+)
+
+
+def base_tag(release: str) -> str:
+    """``comet-eval/base:<release>``."""
+    return f"comet-eval/base:{release}"
+
 
 Log = Callable[[str], None]
 
@@ -55,7 +103,8 @@ def _say(message: str) -> None:
 
 
 def debian_mirror(apt_dir: Path = Path("/etc/apt"), suite: str = BASE_SUITE) -> str:
-    """The Debian mirror apt uses for *suite*: ``sources.list``, ``sources.list.d/*.list`` and ``*.sources``."""
+    """The Debian mirror apt uses for *suite*: ``sources.list``, ``sources.list.d/*.list`` and ``*.sources``;
+    for a Debian release apt does not list (trixie on a bookworm machine), the mirror of one it does."""
     entries: list[tuple[str, str]] = []  # (uri, suite)
     files = [apt_dir / "sources.list"]
     parts = apt_dir / "sources.list.d"
@@ -71,6 +120,12 @@ def debian_mirror(apt_dir: Path = Path("/etc/apt"), suite: str = BASE_SUITE) -> 
     for uri, entry_suite in web:
         if entry_suite == suite:
             return uri
+    # A machine running bookworm lists no trixie mirror, but the archive serving its release serves every
+    # Debian release (deb.debian.org/debian, or a local mirror of it): use that for another plain suite.
+    if suite in _DEBIAN_SUITES:
+        for uri, entry_suite in web:
+            if entry_suite in _DEBIAN_SUITES:
+                return uri
     raise WorkspaceError(
         f"no Debian mirror for {suite!r} in {apt_dir}/sources.list or {apt_dir}/sources.list.d/; "
         "pass one explicitly (e.g. --mirror http://deb.debian.org/debian)"
@@ -130,7 +185,9 @@ def build_base_image(
     """Make the offline base image: ``debootstrap --variant=minbase --include=<packages>`` *suite*, then
     ``apt-get install <apt_packages>`` inside that root, imported as *tag* through the Docker API.
 
-    Reuses an existing *tag* unless *force*. Needs root and ``debootstrap`` (apt-get install debootstrap);
+    Reuses an existing *tag* unless *force*, or unless it was made from another recipe (suite, packages,
+    environment: an image of an older version of this function lacks what is expected of it). Needs root
+    and ``debootstrap`` (apt-get install debootstrap);
     takes one to two minutes, most of it downloading packages from *mirror* (default: apt's own). Only
     the Debian mirror is contacted; nothing is pulled from an image registry.
     """
@@ -153,9 +210,15 @@ def _build_base_locked(
     t0: float,
 ) -> BaseImage:
     existing = image_id(client, tag)
+    wanted = {"suite": suite, "packages": list(packages), "apt_packages": list(apt_packages), "env": dict(BASE_ENV)}
     if existing and not force:
-        log(f"{tag} already exists ({existing[:19]}); reusing it (force a rebuild with --force)")
-        return BaseImage(tag, existing, False, time.monotonic() - t0, _recipe_of(client, tag))
+        recipe = _recipe_of(client, tag)
+        stale = {key for key, value in wanted.items() if recipe.get(key) != value}
+        if not stale or recipe.get("tool") != "debootstrap":  # an image of the user's own: theirs to replace
+            log(f"{tag} already exists ({existing[:19]}); reusing it (force a rebuild with --force)")
+            return BaseImage(tag, existing, False, time.monotonic() - t0, recipe)
+        # An image of an older recipe (fewer packages): what tasks and aliases expect of it is missing.
+        log(f"{tag} ({existing[:19]}) was built with another {', '.join(sorted(stale))}; rebuilding it")
     debootstrap = shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin:/sbin")
     if debootstrap is None:
         raise WorkspaceError("debootstrap is not installed; install it: apt-get install -y debootstrap")
@@ -169,6 +232,7 @@ def _build_base_locked(
         "mirror": mirror,
         "packages": list(packages),
         "apt_packages": list(apt_packages),
+        "env": dict(BASE_ENV),
         "debootstrap": _debootstrap_version(),
     }
     logs = state_dir() / "builds"
@@ -264,8 +328,7 @@ def _import_rootfs(client: Any, rootfs: Path, tag: str, recipe: Mapping[str, Any
     changes = [
         f"LABEL {OWNER_LABEL}={OWNER}",
         f"LABEL comet-eval.recipe={json.dumps(json.dumps(recipe, sort_keys=True))}",
-        "ENV LANG=C.UTF-8",
-        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        *(f"ENV {key}={value}" for key, value in BASE_ENV.items()),
         'CMD ["bash"]',
     ]
     tar = subprocess.Popen(
@@ -312,7 +375,10 @@ def _chunks(stream: IO[bytes], size: int = 1 << 20) -> Iterator[bytes]:
 
 
 def _smoke_test(client: Any, tag: str) -> str:
-    command = "python3 --version && node --version && git --version | head -c 40 && command -v setsid"
+    command = (
+        "python --version && pip --version | cut -d' ' -f1-2 && node --version && npm --version"
+        " && git --version | head -c 40 && curl --version | head -c 12 && command -v setsid"
+    )
     try:
         out = client.containers.run(tag, ["bash", "-c", command], remove=True, network_mode="none")
     except Exception as exc:

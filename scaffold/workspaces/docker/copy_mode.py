@@ -32,6 +32,7 @@ __all__ = [
     "extract_workspace",
     "first_file",
     "match_glob",
+    "put_absolute",
     "tar_stream",
 ]
 
@@ -217,6 +218,19 @@ def extract_workspace(chunks: Iterator[bytes], dest: Path) -> None:
             archive.extract(member, dest, filter=keep)
 
 
+def put_absolute(api: Any, container: str, source: Path, path: str) -> None:
+    """Copy a host file or folder to the absolute *path* of a container (its parent must exist)."""
+    target = PurePosixPath(path)
+    if not target.is_absolute() or ".." in target.parts or target == PurePosixPath("/"):
+        raise WorkspaceError(f"{path!r}: not an absolute path below / without '..'")
+    if not source.exists():
+        raise WorkspaceError(f"cannot copy {source} into the container: it does not exist")
+    try:
+        api.put_archive(container, str(target.parent), tar_stream([(target.name, source)]))
+    except Exception as exc:
+        raise WorkspaceError(f"cannot copy {source} to {path} in the container: {exc}") from None
+
+
 # --- the files of a workspace inside a container -------------------------------------------------------
 
 
@@ -292,6 +306,12 @@ class ContainerFiles:
 
     def write_text(self, dest: str, text: str) -> None:
         self._queue_write(_relative(dest), text.encode("utf-8"))
+
+    def put_at(self, source: Path, path: str) -> None:
+        """Copy *source* to the absolute *path* in the container at once (queued writes go first)."""
+        self.flush_writes()
+        put_absolute(self._api, self._container(), source, path)
+        self._listing = None
 
     def seed(self, folder: Path) -> None:
         """Queue the content of *folder* for the workspace's top, links kept as links (as ``fresh_copy``)."""

@@ -80,6 +80,15 @@ exit "$code"
 """
 )
 
+# The same without the sweep at exit: what the command left running in the background stays (a Harbor
+# task's agent starts a server its verifier checks). A timeout still kills the whole tree.
+_RUN_KEEP_SCRIPT = r"""
+mark="COMET_EXEC_ID=$1" n=$2
+shift 2
+while [ "$n" -gt 0 ]; do rm -rf -- "$1"; shift; n=$((n - 1)); done
+( export "$mark"; exec "$@" )
+"""
+
 # Kills every process whose environment holds EXEC_MARK=$1: SIGTERM, $2 seconds, then SIGKILL. For
 # timeouts, Ctrl-C and commands that failed. A process group would miss children that called setsid
 # (daemons, `nohup setsid ...`); the inherited environment marker follows them. The killer's own
@@ -109,8 +118,10 @@ def run_command(
     removals: Sequence[str] = (),
     escalate: Callable[[], None],
     where: str,
+    keep_background: bool = False,
 ) -> ProcessResult:
-    """Run *argv* in the container; on timeout, or when it exits, end every process it started.
+    """Run *argv* in the container; on timeout, or when it exits, end every process it started (on
+    timeout only with *keep_background*: its background processes outlive it).
 
     Timeout: kill the command's process tree inside the container (by its environment marker), not
     the container: the trial still needs it. When even the killer cannot start, *escalate* ends every
@@ -121,7 +132,7 @@ def run_command(
     stderr_path.parent.mkdir(parents=True, exist_ok=True)
     mark = uuid.uuid4().hex
     plain, odd = split_env(env)
-    wrapped = wrap_command(argv, mark, removals, odd)
+    wrapped = wrap_command(argv, mark, removals, odd, sweep=not keep_background)
     start = time.monotonic()
     with stdout_path.open("wb", buffering=0) as out, stderr_path.open("wb", buffering=0) as err:
         try:
@@ -147,7 +158,7 @@ def run_command(
                 kill_marked(api, container_id, mark, TERM_GRACE_S, escalate)
             reader.join(READER_GRACE_S)
             code = None if timed_out else exit_code(api, exec_id)
-            if code != 0 and not timed_out:  # only exit 0 proves that the command's own sweep ran
+            if code != 0 and not timed_out and not keep_background:  # only exit 0 proves the sweep ran
                 kill_marked(api, container_id, mark, 0, escalate)
         except BaseException as exc:  # Ctrl-C: end the tree now; the Runner then destroys the container
             with contextlib.suppress(Exception):
@@ -172,13 +183,19 @@ def split_env(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def wrap_command(
-    argv: Sequence[str], mark: str, removals: Sequence[str] = (), odd_env: Mapping[str, str] | None = None
+    argv: Sequence[str],
+    mark: str,
+    removals: Sequence[str] = (),
+    odd_env: Mapping[str, str] | None = None,
+    *,
+    sweep: bool = True,
 ) -> list[str]:
-    """*argv* under the wrapper that marks it, removes *removals* first and sweeps after it; *odd_env*
-    (see :func:`split_env`) is set by ``env`` right before the command."""
+    """*argv* under the wrapper that marks it, removes *removals* first and (*sweep*) ends what it left
+    running after it; *odd_env* (see :func:`split_env`) is set by ``env`` right before the command."""
     if odd_env:
         argv = ["env", *(f"{name}={value}" for name, value in odd_env.items()), *argv]
-    return ["/bin/sh", "-c", _RUN_SCRIPT, "comet-exec", mark, str(len(removals)), *removals, *argv]
+    script = _RUN_SCRIPT if sweep else _RUN_KEEP_SCRIPT
+    return ["/bin/sh", "-c", script, "comet-exec", mark, str(len(removals)), *removals, *argv]
 
 
 def kill_marked(api: Any, container_id: str, mark: str, grace: float, escalate: Callable[[], None] | None) -> bool:

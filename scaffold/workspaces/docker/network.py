@@ -115,6 +115,22 @@ class AgentNetworking:
             return False
         return True
 
+    def join_bridge(self, container_id: str) -> None:
+        """Put a container on the engine's default bridge as well (a Harbor verifier that the task lets
+        reach the internet, after an agent that had only its endpoint)."""
+        if self.name == "bridge":
+            return
+        try:
+            self._api.connect_container_to_network(container_id, "bridge")
+        except Exception as exc:
+            raise WorkspaceError(f"cannot put the container {container_id[:12]} on the bridge network: {exc}") from None
+
+    def proxy_reset(self) -> dict[str, str]:
+        """Variables that undo :meth:`proxy_environment` for one command (empty values: no proxy)."""
+        if not self.egress:
+            return {}
+        return dict.fromkeys((*_PROXY_VARIABLES, "NO_PROXY", "no_proxy"), "")
+
     def close(self) -> None:
         if self._proxy is not None:
             self._proxy.close()

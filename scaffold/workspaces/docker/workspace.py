@@ -1,4 +1,5 @@
-"""A trial's ``/workspace`` in its container: a bind-mounted host folder, or (copy mode) a volume.
+"""A trial's ``/workspace`` in its container: a bind-mounted host folder, or (copy mode) a volume; for a
+Harbor-format task, the image's own working directory (``native``: the files are the container's).
 
 The workspace holds its container and its files; what involves the engine beyond one container (the
 agent's network, replacing a container, the shared clients) it asks of the backend that made it,
@@ -15,7 +16,7 @@ from scaffold.errors import WorkspaceError
 from scaffold.process_output import ProcessResult
 from scaffold.tasks import Task
 from scaffold.workspaces.base import ValidationPolicy
-from scaffold.workspaces.docker.copy_mode import ContainerFiles
+from scaffold.workspaces.docker.copy_mode import ContainerFiles, put_absolute
 from scaffold.workspaces.docker.exec import kill_marked, run_command
 from scaffold.workspaces.docker.keeper import Keeper
 from scaffold.workspaces.files import HostFiles
@@ -56,9 +57,22 @@ class DockerWorkspace:
     """One trial's workspace and container (see the module docstring)."""
 
     def __init__(
-        self, host: ContainerHost, task: Task, trial_key: str, path: Path, *, network: bool, copy: bool
+        self,
+        host: ContainerHost,
+        task: Task,
+        trial_key: str,
+        path: Path,
+        *,
+        network: bool,
+        copy: bool,
+        root: str = ROOT,
+        native: bool = False,
     ) -> None:
         self._host = host
+        self._root = root
+        self.native = native
+        """The workspace is the image's working directory in the container's own file system (Harbor
+        tasks write outside any /workspace): no bind mount, no volume; files go through the engine."""
         self.task = task
         self.trial_key = trial_key
         self.network = network
@@ -71,12 +85,12 @@ class DockerWorkspace:
         self.volume: str | None = None  # copy mode: the volume holding /workspace
         self.control: Path | None = None  # bind mode: the keeper's control folder (commands and output)
         self.files: HostFiles | ContainerFiles = (
-            ContainerFiles(host.api, lambda: self.container_id or "", ROOT, path) if copy else HostFiles(path)
+            ContainerFiles(host.api, lambda: self.container_id or "", root, path) if copy or native else HostFiles(path)
         )
 
     @property
     def root(self) -> str:
-        return ROOT
+        return self._root
 
     @property
     def python(self) -> str:
@@ -109,6 +123,14 @@ class DockerWorkspace:
     def put(self, source: Path, dest: str) -> None:
         self.files.put(source, dest)
 
+    def put_at(self, source: Path, path: str) -> None:
+        if self.container is None:
+            raise WorkspaceError(f"the workspace {self.host_path} has no container (already destroyed?)")
+        if isinstance(self.files, ContainerFiles):
+            self.files.put_at(source, path)
+        else:
+            put_absolute(self._host.api, self.container.id, source, path)
+
     def write_text(self, dest: str, text: str) -> None:
         self.files.write_text(dest, text)
 
@@ -136,7 +158,7 @@ class DockerWorkspace:
         stdout_path: Path,
         stderr_path: Path,
     ) -> ProcessResult:
-        """Run *argv* in the container with ``/workspace`` as working directory (see :func:`run_command`)."""
+        """Run *argv* in the container with the workspace root as working directory (see :func:`run_command`)."""
         if self.container is None:
             raise WorkspaceError(f"the workspace {self.host_path} has no container (already destroyed?)")
         removals: list[str] = []
@@ -157,7 +179,7 @@ class DockerWorkspace:
                 result = self.keeper.run(
                     argv,
                     env=full_env,
-                    workdir=ROOT,
+                    workdir=self._root,
                     timeout=timeout,
                     stdout_path=stdout_path,
                     stderr_path=stderr_path,
@@ -175,13 +197,14 @@ class DockerWorkspace:
                 self.container.id,
                 argv,
                 env=full_env,
-                workdir=ROOT,
+                workdir=self._root,
                 timeout=timeout,
                 stdout_path=stdout_path,
                 stderr_path=stderr_path,
                 removals=removals,
                 escalate=escalate,
                 where=str(self.host_path),
+                keep_background=self.native,
             )
         finally:
             if isinstance(self.files, ContainerFiles):

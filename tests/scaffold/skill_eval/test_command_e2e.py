@@ -9,7 +9,6 @@ Needs the claude and codex CLIs (on PATH or in $COMET_AGENT_BIN_DIR); skipped lo
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 import yaml
 
 from scaffold.modelserver import ScriptedModelServer, load_script
-from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
+from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_run_env
 from tests.support.factories import TaskFactory
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
@@ -76,20 +75,10 @@ def test_comet_eval_of_inline_source_and_recommended_tasks(tmp_path: Path, run: 
     log = tmp_path / "model-requests.jsonl"
     comet = shutil.which("comet", path=str(Path(sys.executable).parent))
     assert comet
-    (tmp_path / "tmp").mkdir()
     script = SCRIPTS / f"{'claude' if agent == 'claude-code' else 'codex'}-eval-manifest.yaml"
     with ScriptedModelServer(load_script(script), host="0.0.0.0", log_path=log) as server:
         url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
-        env = {
-            **scripted_cli_env(tmp_path / "home", url),
-            "PATH": cli_dir + os.pathsep + os.environ.get("PATH", os.defpath),
-            "TMPDIR": str(tmp_path / "tmp"),
-            "COMET_EVAL_HOME": str(tmp_path / "eval-home"),
-            "LANG": "C.UTF-8",
-            # The docker backend mounts the agent CLIs installed once per machine in this cache.
-            "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
-            **{k: v for k, v in os.environ.items() if k in ("DOCKER_HOST", "COMET_DOCKER_COPY")},
-        }
+        env = scripted_run_env(tmp_path, url, cli_dir)
         argv = [comet, "eval", str(folder), "--html", "--backend", backend]
         if agent == "codex":  # the command line over the manifest's execution
             argv += ["--agent", "codex", "--model", "gpt-5-codex"]

@@ -54,6 +54,10 @@ class TestParseResults:
             ValidationCheck("c", "failed", "script:x.py"),
         ]
 
+    def test_the_original_comet_evals_check_and_message_keys(self) -> None:
+        text = json.dumps({"checks": [{"check": "phases", "passed": False, "message": "3 of 5"}]})
+        assert parse_results(text, "", "s") == [ValidationCheck("phases", "failed", "s", "3 of 5")]
+
     def test_checks_list_with_statuses_and_reasons(self) -> None:
         text = json.dumps(
             {

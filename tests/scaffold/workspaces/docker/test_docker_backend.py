@@ -799,6 +799,13 @@ def test_the_debian_mirror_comes_from_apt_sources(tmp_path: Path) -> None:
         "# deb http://commented bookworm main\ndeb [signed-by=/k.gpg] http://one-line/debian bookworm main\n"
     )
     assert debian_mirror(tmp_path) == "http://one-line/debian"
+    # A Debian release apt does not list comes from the mirror of one it does; anything else needs --mirror.
+    assert debian_mirror(tmp_path, "trixie") == "http://one-line/debian"
+    with pytest.raises(WorkspaceError, match="--mirror"):
+        debian_mirror(tmp_path, "jammy")
+    (tmp_path / "sources.list").write_text("deb http://cloud/apt cloud-sdk-bookworm main\n")
+    for path in parts.iterdir():
+        path.unlink()
     with pytest.raises(WorkspaceError, match="--mirror"):
         debian_mirror(tmp_path, "trixie")
 

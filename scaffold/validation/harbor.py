@@ -1,0 +1,265 @@
+"""A Harbor-format task's verifier: ``tests/`` at ``/tests``, ``bash /tests/test.sh``, then its reward.
+
+Harbor's runtime contract (HARBOR_FORMAT.md), in the agent's container once the agent is done (the
+trial runner began validation with the ``shared`` policy: what the agent started still runs):
+
+1. ``/logs/verifier`` is emptied and made (whatever the agent left there is not a verdict), beside
+   ``/logs/agent`` and ``/logs/artifacts``;
+2. where the verifier bootstraps ``uv`` from the internet, a local stand-in is put in place first
+   (:func:`uv_shim_needed`): this project's machines reach the package registries, not astral.sh;
+3. ``tests/`` goes to ``/tests`` only now, and ``bash /tests/test.sh`` runs from the working directory
+   with ``[verifier.env]`` and ``[verifier] timeout_sec``;
+4. the reward: ``/logs/verifier/reward.txt`` first, else ``reward.json``; ``ctrf.json`` tests become
+   named checks. No reward file, or an empty one, after a verifier that ran to its end is a harness
+   error (:class:`~scaffold.errors.VerifierError`), never a failure; a verifier that ran out of time
+   without a reward is a failed check, as a script of ours would be.
+
+Pure: everything goes through the Workspace contract; the files are read from the trial's folder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from scaffold.errors import VerifierError
+from scaffold.tasks import Task
+from scaffold.validation.results import CheckStatus, ValidationCheck, ValidationOutcome
+from scaffold.workspaces.base import Workspace
+
+__all__ = ["LOGS_SCRIPT", "UV_DIR", "UV_SETUP", "parse_ctrf", "parse_reward", "uv_shim_needed", "verify"]
+
+UV_DIR: Final = "/opt/comet-uv"
+"""Where the stand-in's ``uv`` and ``uvx`` binaries go in the container."""
+LOGS_SCRIPT: Final = "rm -rf /logs/verifier && mkdir -p /logs/verifier /logs/agent /logs/artifacts"
+_COLLECT: Final = "cd /logs/verifier && tar cf - --exclude=./.. . 2>/dev/null"
+_LOG_LIMIT: Final = 32 * 1024 * 1024
+"""What the verifier's folder may hold for the trial's record folder; more is cut (named in a check)."""
+
+# The stand-in, as the uv installer leaves things: uv and uvx in ~/.local/bin and an env file that puts
+# it on PATH (``source $HOME/.local/bin/env``). uvx's ``-p/--python VERSION`` names an interpreter that
+# uv would download (python-build-standalone, from GitHub) when the image lacks it: the wrapper keeps
+# the request when such a Python is installed and otherwise uses the image's python3, which is what an
+# offline run can do (the drift is recorded in the verifier's output).
+UV_SETUP: Final = r"""set -e
+bin="$HOME/.local/bin"
+mkdir -p "$bin"
+ln -sf /opt/comet-uv/uv "$bin/uv"
+cat > "$bin/uvx" <<'EOF'
+#!/bin/sh
+# comet-eval's offline stand-in for uvx: before the command, -p/--python VERSION becomes the image's
+# python VERSION when it has one, else its python3; everything else is passed on in order.
+pick() { if command -v "python$1" >/dev/null 2>&1; then command -v "python$1"; else command -v python3; fi; }
+n=$#; i=0; before=1
+while [ "$i" -lt "$n" ]; do
+  a="$1"; shift; i=$((i + 1))
+  if [ "$before" = 1 ]; then
+    case "$a" in
+      -p|--python) v="$1"; shift; i=$((i + 1)); set -- "$@" --python "$(pick "$v")"; continue ;;
+      --python=*) set -- "$@" --python "$(pick "${a#--python=}")"; continue ;;
+      -w|--with|--from|--with-editable|--with-requirements|--index|--index-url|--extra-index-url|-c|--constraints)
+        set -- "$@" "$a" "$1"; shift; i=$((i + 1)); continue ;;
+      -*) ;;
+      *) before=0 ;;
+    esac
+  fi
+  set -- "$@" "$a"
+done
+exec /opt/comet-uv/uv tool run "$@"
+EOF
+chmod +x "$bin/uvx"
+printf '%s\n' 'export PATH="$HOME/.local/bin:$PATH"' > "$bin/env"
+"""
+
+
+def uv_shim_needed(task: Task) -> bool:
+    """Whether the verifier gets the uv stand-in: ``[comet] uv_shim`` says always or never; ``auto`` (the
+    default) when ``tests/test.sh`` bootstraps uv from astral.sh. Harmless where the internet is reachable:
+    the script's own installer then replaces the stand-in."""
+    settings = task.harbor
+    if settings is None or settings.uv_shim == "never":
+        return False
+    if settings.uv_shim == "always":
+        return True
+    try:
+        script = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "astral.sh/uv" in script
+
+
+def verify(
+    task: Task,
+    workspace: Workspace,
+    log_dir: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    uv_binaries: Path | None = None,
+) -> ValidationOutcome:
+    """Run the task's verifier in *workspace* and read its reward (see the module docstring).
+
+    *env*: variables every verifier command gets besides ``[verifier.env]`` (the host's CA bundle
+    settings); *uv_binaries*: a host folder holding ``uv`` and ``uvx`` for the stand-in, when needed.
+    """
+    settings = task.harbor
+    if settings is None:
+        raise VerifierError(f"task {task.name}: not a Harbor-format task")
+    out = log_dir / "verifier"
+    out.mkdir(parents=True, exist_ok=True)
+    base_env = dict(env or {})
+    _run(workspace, ["sh", "-c", LOGS_SCRIPT], out / "setup", base_env, 60.0, "cannot make /logs/verifier")
+    if uv_binaries is not None:
+        workspace.put_at(uv_binaries, UV_DIR)
+        _run(workspace, ["sh", "-c", UV_SETUP], out / "uv-setup", base_env, 60.0, "cannot set up the uv stand-in")
+    workspace.put_at(task.tests_dir, "/tests")
+    timeout = task.spec.validation.timeout
+    result = workspace.exec(
+        ["bash", "/tests/test.sh"],
+        timeout=timeout,
+        env={**base_env, **dict(settings.verifier_env)},
+        stdout_path=out / "test-stdout.txt",
+        stderr_path=out / "test-stderr.txt",
+    )
+    collected = workspace.exec(
+        ["sh", "-c", _COLLECT],
+        timeout=60.0,
+        env=base_env,
+        stdout_path=out / ".logs.tar",
+        stderr_path=out / ".logs.stderr",
+    )
+    files = _extract(out / ".logs.tar", out) if collected.exit_code == 0 else {}
+    for name in (".logs.tar", ".logs.stderr", "setup.stdout", "setup.stderr"):
+        (out / name).unlink(missing_ok=True)
+
+    checks = parse_ctrf(files.get("ctrf.json"))
+    if result.timed_out and "reward.txt" not in files and "reward.json" not in files:
+        checks.append(ValidationCheck("test.sh", "failed", "verifier", f"timed out after {timeout:g}s"))
+        return ValidationOutcome(tuple(checks), reward=0.0)
+    reward, source = parse_reward(files.get("reward.txt"), files.get("reward.json"))
+    if reward is None:
+        tail = result.stderr(600).strip() or result.stdout(600).strip()
+        raise VerifierError(
+            f"task {task.name}: the verifier wrote no reward ({source}); test.sh exited with code "
+            f"{result.exit_code}" + (f": {tail.splitlines()[-1]}" if tail else "") + f"; its output: {out}"
+        )
+    checks.append(
+        ValidationCheck("reward", "passed" if reward >= 1.0 else "failed", "verifier", f"{reward:g} from {source}")
+    )
+    return ValidationOutcome(tuple(checks), reward=reward)
+
+
+def _run(workspace: Workspace, argv: list[str], stem: Path, env: Mapping[str, str], timeout: float, what: str) -> None:
+    result = workspace.exec(
+        argv,
+        timeout=timeout,
+        env=env,
+        stdout_path=stem.with_name(stem.name + ".stdout"),
+        stderr_path=stem.with_name(stem.name + ".stderr"),
+    )
+    if result.exit_code != 0:
+        raise VerifierError(f"{what}: exited with code {result.exit_code}: {result.stderr(400).strip()}")
+
+
+def _extract(archive: Path, dest: Path) -> dict[str, bytes]:
+    """The verifier's files: regular files of the archive, written under *dest* (names kept inside it) and
+    returned by relative name; bounded in total size."""
+    found: dict[str, bytes] = {}
+    try:
+        data = archive.read_bytes()
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            total = 0
+            for member in tar:
+                name = member.name.removeprefix("./")
+                if not member.isreg() or not name or name.startswith("/") or ".." in name.split("/"):
+                    continue
+                total += member.size
+                if total > _LOG_LIMIT:
+                    break
+                handle = tar.extractfile(member)
+                if handle is None:
+                    continue
+                content = handle.read()
+                found[name] = content
+                target = dest / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+    except (OSError, tarfile.TarError):
+        return found
+    return found
+
+
+def parse_reward(text: bytes | None, json_text: bytes | None) -> tuple[float | None, str]:
+    """(reward, where it came from) from ``reward.txt`` first, else ``reward.json``; (None, why) when
+    neither gives a number. ``reward.json`` maps names to numbers: its ``reward`` entry, else its only
+    one, else the mean of them all (Harbor keeps them all; one number decides here)."""
+    if text is not None:
+        stripped = text.decode("utf-8", errors="replace").strip()
+        if not stripped:
+            return None, "reward.txt is empty"
+        value = _number(stripped)
+        if value is None:
+            return None, f"reward.txt holds {stripped[:40]!r}, not a number"
+        return value, "reward.txt"
+    if json_text is None:
+        return None, "neither /logs/verifier/reward.txt nor reward.json exists"
+    if not json_text.strip():
+        return None, "reward.json is empty"
+    try:
+        data = json.loads(json_text)
+    except ValueError:
+        return None, "reward.json is not JSON"
+    if isinstance(data, bool) or not isinstance(data, dict | int | float):
+        return None, "reward.json is not an object of numbers"
+    if not isinstance(data, dict):
+        value = _number(str(data))
+        return (value, "reward.json") if value is not None else (None, "reward.json is not a number")
+    numbers = {k: v for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    numbers = {k: float(v) for k, v in numbers.items() if math.isfinite(v)}
+    if not numbers:
+        return None, "reward.json holds no number"
+    if "reward" in numbers:
+        return numbers["reward"], "reward.json (reward)"
+    if len(numbers) == 1:
+        name, value = next(iter(numbers.items()))
+        return value, f"reward.json ({name})"
+    return sum(numbers.values()) / len(numbers), f"reward.json (mean of {', '.join(sorted(numbers))})"
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+_CTRF_STATUS: Final[dict[str, CheckStatus]] = {"passed": "passed", "failed": "failed"}
+
+
+def parse_ctrf(data: bytes | None) -> list[ValidationCheck]:
+    """The tests of a CTRF report (pytest-json-ctrf's ``ctrf.json``) as named checks: ``passed`` and
+    ``failed`` as they are, every other status (skipped, pending, other) skipped. Not JSON, or not the
+    shape: no checks (the reward still decides)."""
+    if not data:
+        return []
+    try:
+        report: Any = json.loads(data)
+    except ValueError:
+        return []
+    tests = report.get("results", {}).get("tests") if isinstance(report, dict) else None
+    if not isinstance(tests, list):
+        return []
+    checks = []
+    for i, test in enumerate(tests):
+        if not isinstance(test, dict):
+            continue
+        name = str(test.get("name") or f"test {i + 1}")
+        status = _CTRF_STATUS.get(str(test.get("status", "")).lower(), "skipped")
+        message = test.get("message") or test.get("trace") or ""
+        checks.append(ValidationCheck(name, status, "ctrf", str(message)[:500]))
+    return checks

@@ -1,0 +1,309 @@
+"""A Harbor-format task's Dockerfile as we build it: written by others, rewritten only where it must be.
+
+:func:`rewrite_dockerfile` is pure (text in, text out); :func:`skill_folders` and :func:`make_context`
+read and copy the build context. Three rewrites, each leaving the rest byte for byte as written:
+
+* **aliases**: a ``FROM`` image (also ``FROM --platform=... ref AS stage``, or a ``$ARG`` with a default)
+  that ``--image-alias`` maps is replaced by its local stand-in, for engines that cannot pull;
+* **without skills** (every treatment but the task's own skills): each ``COPY``/``ADD`` of the context's
+  ``skills`` folder (``skills``, ``./skills``, ``skills/x``) or of another folder holding a SKILL.md is
+  commented out with a note; a line that copies other sources too keeps those. The build context
+  handed to the engine is a copy without those folders, so a ``COPY . /app`` cannot bring them either;
+* **the host's CA bundle** (:mod:`.host_trust`): copied into the context, and after every ``FROM`` two
+  lines put it at ``HOST_CA_PATH`` and point pip, requests, curl, uv, openssl, git and node at it.
+
+Only Harbor-format tasks are rewritten. Our own tasks build ``FROM ${BASE_IMAGE}`` offline and verify
+without network, so they need neither aliases nor the CA; rewriting them would also change every one of
+their image tags (and tie them to the host's bundle) for nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from scaffold.workspaces.docker.host_trust import HOST_CA_PATH, ca_environment
+from scaffold.workspaces.image_aliases import alias_for
+
+__all__ = [
+    "CA_CONTEXT_NAME",
+    "SKILL_FILE",
+    "Rewrite",
+    "make_context",
+    "rewrite_dockerfile",
+    "skill_folders",
+]
+
+SKILL_FILE = "SKILL.md"
+CA_CONTEXT_NAME = ".comet-eval-host-ca.pem"
+"""The host's CA bundle in the build context (a name no task uses; excepted from its .dockerignore)."""
+_NOTE = "# comet-eval, without the environment's skills:"
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_HEREDOC = re.compile(r"<<-?\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A rewritten Dockerfile and what was done to it."""
+
+    text: str
+    bases: tuple[str, ...]
+    """The images its stages start from, after aliasing, in order, without duplicates: not ``scratch``, not
+    an earlier stage, not a reference an unknown build argument leaves open."""
+    aliased: tuple[tuple[str, str], ...] = ()
+    """(the image as written, its local stand-in) for each FROM that was mapped."""
+    neutralised: tuple[str, ...] = ()
+    """The COPY/ADD instructions left out (or cut down) without skills, as written."""
+
+
+@dataclass(slots=True)
+class _Block:
+    lines: list[str]
+    instruction: str  # the logical line: continuations joined, comment lines dropped; "" for comments
+
+
+def rewrite_dockerfile(
+    text: str,
+    *,
+    aliases: Mapping[str, str] | None = None,
+    without_skills: bool = False,
+    skill_dirs: Sequence[str] = ("skills",),
+    ca_file: str | None = None,
+    build_args: Mapping[str, str] | None = None,
+) -> Rewrite:
+    """*text* with the rewrites of the module docstring. *skill_dirs*: context-relative folders (or files)
+    left out without skills; *ca_file*: the bundle's name in the context (None: no CA lines);
+    *build_args*: values given to the build, for ``FROM $ARG`` (before the ARG lines' defaults)."""
+    aliases = aliases or {}
+    escape = _escape_char(text)
+    blocks = _blocks(text, escape)
+    args: dict[str, str] = {}
+    stages: set[str] = set()
+    bases: list[str] = []
+    aliased: list[tuple[str, str]] = []
+    neutralised: list[str] = []
+    out: list[str] = []
+    seen_from = False
+    drop = [_clean(d) for d in skill_dirs if _clean(d)]
+    for block in blocks:
+        words = block.instruction.split()
+        keyword = words[0].upper() if words else ""
+        if keyword == "ARG" and not seen_from:
+            for word in words[1:]:
+                name, _, value = word.partition("=")
+                args.setdefault(name, _unquote(value))
+        if keyword == "FROM":
+            seen_from = True
+            line, base, mapped = _from(words, {**args, **(build_args or {})}, stages, aliases)
+            out.append(line if mapped else "".join(block.lines))
+            if mapped is not None:
+                aliased.append(mapped)
+            if base is not None and base not in bases:
+                bases.append(base)
+            if ca_file is not None:
+                out.append(f"COPY {ca_file} {HOST_CA_PATH}\n")
+                env = " ".join(f"{k}={v}" for k, v in ca_environment().items())
+                out.append(f"ENV {env}\n")
+            continue
+        if without_skills and keyword in ("COPY", "ADD") and drop:
+            kept = _without_skill_sources(block.instruction, drop)
+            if kept is not None:
+                neutralised.append(block.instruction)
+                out.append(_NOTE + "\n")
+                out.extend(f"# {line.rstrip(chr(10))}\n" for line in block.lines)
+                if kept:
+                    out.append(kept + "\n")
+                continue
+        out.append("".join(block.lines))
+    # A last line without its newline, followed by lines of ours, gets one.
+    last = len(out) - 1
+    result = "".join(c if c.endswith("\n") or i == last else c + "\n" for i, c in enumerate(out))
+    return Rewrite(result, tuple(bases), tuple(aliased), tuple(neutralised))
+
+
+def _escape_char(text: str) -> str:
+    """The ``# escape=`` parser directive (only among the leading comment lines), else a backslash."""
+    for line in text.splitlines():
+        match = re.match(r"^#\s*(\w+)\s*=\s*(\S+)\s*$", line)
+        if match is None:
+            break
+        if match.group(1).lower() == "escape" and match.group(2) in ("`", "\\"):
+            return match.group(2)
+    return "\\"
+
+
+def _blocks(text: str, escape: str) -> list[_Block]:
+    """The physical lines grouped into instructions (with their continuation lines, and the body of a
+    heredoc) and standalone comment or blank lines."""
+    lines = text.splitlines(keepends=True)
+    blocks: list[_Block] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            blocks.append(_Block([line], ""))
+            i += 1
+            continue
+        group = [line]
+        logical = [stripped]
+        i += 1
+        while logical[-1].endswith(escape) and i < len(lines):
+            logical[-1] = logical[-1][: -len(escape)]
+            nxt = lines[i]
+            group.append(nxt)
+            i += 1
+            inner = nxt.strip()
+            if inner.startswith("#"):
+                logical.append(escape)  # a comment inside a continuation: skipped, the continuation goes on
+                continue
+            logical.append(inner)
+        if logical[-1].endswith(escape):
+            logical[-1] = logical[-1][: -len(escape)]
+        instruction = " ".join(part for part in logical if part != escape)
+        for word in _HEREDOC.findall(instruction):  # RUN <<EOF ... EOF: the body is not instructions
+            while i < len(lines):
+                group.append(lines[i])
+                i += 1
+                if group[-1].strip() == word:
+                    break
+        blocks.append(_Block(group, instruction))
+    return blocks
+
+
+def _from(
+    words: list[str], args: Mapping[str, str], stages: set[str], aliases: Mapping[str, str]
+) -> tuple[str, str | None, tuple[str, str] | None]:
+    """A FROM instruction: (its line if mapped, the image it starts from or None, (written, local) if mapped)."""
+    flags = [w for w in words[1:] if w.startswith("--")]
+    rest = [w for w in words[1:] if not w.startswith("--")]
+    if not rest:
+        return "", None, None
+    written = rest[0]
+    stage = rest[2] if len(rest) >= 3 and rest[1].upper() == "AS" else None
+    ref = _expand(written, args)
+    base: str | None = ref
+    mapped = None
+    if ref is None or ref.lower() == "scratch" or ref.lower() in stages:
+        base = None
+    else:
+        local = alias_for(ref, aliases)
+        if local is not None:
+            base, mapped = local, (ref, local)
+    if stage is not None:
+        stages.add(stage.lower())
+    if mapped is None:
+        return "", base, None
+    line = " ".join(["FROM", *flags, mapped[1], *(["AS", stage] if stage else [])])
+    return f"# comet-eval: {written} aliased to {mapped[1]}\n{line}\n", base, mapped
+
+
+def _expand(value: str, args: Mapping[str, str]) -> str | None:
+    """*value* with ``$NAME``, ``${NAME}`` and ``${NAME:-default}`` replaced; None when one has no value."""
+    missing = False
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal missing
+        name = match.group(1) or match.group(3)
+        if args.get(name):
+            return args[name]
+        if match.group(2) is not None:
+            return match.group(2)
+        missing = True
+        return ""
+
+    out = _VAR.sub(one, value)
+    return None if missing or not out else out
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _clean(path: str) -> str:
+    """A context-relative path in one spelling: ``./skills/`` is ``skills``."""
+    parts = [p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in (".", "/")]
+    return "/".join(parts)
+
+
+def _is_skill_source(source: str, drop: Sequence[str]) -> bool:
+    clean = _clean(source)
+    return any(clean == d or clean.startswith(d + "/") for d in drop)
+
+
+def _without_skill_sources(instruction: str, drop: Sequence[str]) -> str | None:
+    """A COPY/ADD without its skill sources: None when it has none, "" when nothing is left, else the
+    cut-down instruction. ``--from`` copies from a stage or an image, not the context: left alone."""
+    keyword, _, rest = instruction.strip().partition(" ")
+    words = rest.split()
+    flags: list[str] = []
+    while words and words[0].startswith("--"):
+        flags.append(words.pop(0))
+    if any(f.startswith("--from") for f in flags):
+        return None
+    body = " ".join(words)
+    as_json = body.startswith("[")
+    if as_json:
+        try:
+            parsed = json.loads(body)
+        except json.JSONDecodeError:
+            return None
+        if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
+            return None
+        items = list(parsed)
+    else:
+        items = words
+    if len(items) < 2:
+        return None
+    sources, dest = items[:-1], items[-1]
+    kept = [s for s in sources if not _is_skill_source(s, drop)]
+    if len(kept) == len(sources):
+        return None
+    if not kept:
+        return ""
+    args = json.dumps([*kept, dest]) if as_json else " ".join([*kept, dest])
+    return " ".join([keyword, *flags, args])
+
+
+def skill_folders(context: Path) -> list[str]:
+    """What a build without skills leaves out of *context*, relative to it: ``skills`` and every folder
+    holding a SKILL.md (a SKILL.md at the top: that file alone), outermost only, sorted."""
+    found: set[str] = {"skills"} if (context / "skills").exists() else set()
+    for dirpath, dirnames, filenames in os.walk(context):
+        base = Path(dirpath)
+        rel = base.relative_to(context).as_posix()
+        if rel != "." and any(rel == d or rel.startswith(d + "/") for d in found):
+            dirnames[:] = []
+            continue
+        if SKILL_FILE in filenames:
+            found.add(SKILL_FILE if rel == "." else rel)
+            if rel != ".":
+                dirnames[:] = []
+    outer = sorted(found)
+    return [d for d in outer if not any(d != o and d.startswith(o + "/") for o in outer)]
+
+
+def make_context(source: Path, dest: Path, *, drop: Sequence[str] = (), ca_bundle: Path | None = None) -> None:
+    """Copy the build context *source* to *dest* (which must not exist) without the *drop* paths
+    (context-relative), adding *ca_bundle* as :data:`CA_CONTEXT_NAME` (excepted from a .dockerignore)."""
+    dropped = {_clean(d) for d in drop}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = Path(folder).relative_to(source).as_posix()
+        prefix = "" if rel == "." else rel + "/"
+        return {n for n in names if prefix + n in dropped}
+
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore)
+    if ca_bundle is not None:
+        shutil.copyfile(ca_bundle, dest / CA_CONTEXT_NAME)
+        ignore_file = dest / ".dockerignore"
+        if ignore_file.is_file():
+            text = ignore_file.read_text(encoding="utf-8", errors="replace")
+            ignore_file.write_text(f"{text.rstrip(chr(10))}\n!{CA_CONTEXT_NAME}\n", encoding="utf-8")

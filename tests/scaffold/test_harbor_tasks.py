@@ -1,0 +1,140 @@
+"""Harbor-format tasks run natively on Docker, end to end through the pytest suite (tests/data/harbor-tasks).
+
+Every example task passes with the oracle and fails with nop; the SkillsBench-style one runs under CONTROL
+(no skill anywhere in its image) and TASK_SKILLS with the real Claude Code CLI against the scripted model
+server. Base images come through ``--image-alias`` from the offline Debian stand-ins. The verifier's
+contract (the same container after the agent, what it left running, the reward files) is checked on
+tasks made here for each case.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scaffold.modelserver import ScriptedModelServer, load_script
+from scaffold.workspaces.docker.base_image import base_tag, build_base_image
+from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_run_env
+from tests.support.factories import REPO
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+HARBOR_TASKS = REPO / "tests" / "data" / "harbor-tasks"
+TASKS = sorted(p.name for p in HARBOR_TASKS.iterdir() if (p / "task.toml").is_file())
+SKILLS_TASK = "ledger-check-codes"
+
+
+@pytest.fixture(scope="module")
+def trixie(docker_client: Any) -> str:
+    """The Debian trixie stand-in (Python 3.13) that python:3.13-slim-bookworm and ubuntu:24.04 map to."""
+    tag = base_tag("trixie")
+    build_base_image(tag, suite="trixie", client=docker_client, log=lambda m: print(f"[trixie base] {m}"))
+    return tag
+
+
+def _aliases(tag: str) -> list[str]:
+    return [f"--image-alias=python:3.13-slim-bookworm={tag}", f"--image-alias=ubuntu:24.04={tag}"]
+
+
+def _suite(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run the local suite on the Harbor tasks (the docker backend) and return the run and its experiment."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), f"--tasks-dir={HARBOR_TASKS}"]
+    argv += ["--backend=docker", "-p", "no:cacheprovider", "-q"]
+    argv += [f"--workspace-root={tmp_path / 'ws'}", f"--logs-dir={tmp_path / 'logs'}", *args]
+    result = subprocess.run(
+        argv, cwd=tmp_path, env=env or dict(os.environ), capture_output=True, text=True, timeout=1200, check=False
+    )
+    experiments = tmp_path / "logs" / "experiments"
+    (experiment,) = experiments.iterdir() if experiments.is_dir() else (tmp_path,)
+    return result, experiment
+
+
+def _records(experiment: Path) -> dict[str, dict[str, Any]]:
+    return {
+        trial.name: json.loads((trial / "record.json").read_text())
+        for trial in sorted((experiment / "trials").iterdir())
+        if (trial / "record.json").is_file()
+    }
+
+
+def test_every_example_passes_with_the_oracle_and_fails_with_nop(tmp_path: Path, trixie: str) -> None:
+    oracle, experiment = _suite(tmp_path / "oracle", "--agent=oracle", *_aliases(trixie))
+    records = _records(experiment)
+    assert sorted({r["task"] for r in records.values()}) == TASKS, oracle.stdout + oracle.stderr
+    for name, record in records.items():
+        reward = next(c for c in record["checks"] if c["name"] == "reward")
+        # The skills task's own oracle imports its skill: under CONTROL it must fail (SkillsBench's
+        # 3d-scan-calc does the same), which also proves CONTROL's image holds no skill.
+        expected = "failed" if name == f"{SKILLS_TASK}-CONTROL-r1" else "passed"
+        assert record["verdict"] == expected, (name, record["checks"], record["errors"])
+        assert reward["status"] == expected
+        assert record["noise"]["category"] == "included"
+    # ctrf.json tests are named checks; reward.json decides where there is no reward.txt.
+    access = records["access-log-summary-CONTROL-r1"]
+    assert sum(c["source"] == "ctrf" for c in access["checks"]) >= 3
+    assert any(c["source"] == "ctrf" and c["status"] == "skipped" for c in access["checks"])
+    warehouse = records["warehouse-totals-CONTROL-r1"]
+    assert any("reward.json" in c["reason"] for c in warehouse["checks"] if c["name"] == "reward")
+    completion = {d["name"]: d["score"] for d in access["dimensions"]}["completion"]
+    assert completion == 1.0
+    # The verifier's files are kept in the trial's folder, as Harbor keeps verifier/ per trial.
+    assert (experiment / "trials" / "kv-http-server-CONTROL-r1" / "verifier" / "reward.txt").is_file()
+
+    nop, experiment = _suite(tmp_path / "nop", "--agent=nop", *_aliases(trixie))
+    records = _records(experiment)
+    assert len(records) == len(TASKS) + 1, nop.stdout + nop.stderr  # the skills task runs twice
+    for name, record in records.items():
+        assert record["verdict"] == "failed", (name, record["checks"], record["errors"])
+        assert record["noise"]["category"] == "included", name  # a reward of 0 is a result, not noise
+
+
+def test_a_harbor_task_needs_the_docker_backend(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), f"--tasks-dir={HARBOR_TASKS}"]
+    argv += ["--backend=local", "--agent=oracle", "-p", "no:cacheprovider", "-q", f"--logs-dir={tmp_path}"]
+    result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "Harbor-format tasks" in result.stderr and "--backend docker" in result.stderr
+
+
+@pytest.mark.agent_cli
+def test_claude_code_under_control_and_the_tasks_skills(tmp_path: Path, trixie: str) -> None:
+    cli_dir = require_cli("claude")
+    log = tmp_path / "model-requests.jsonl"
+    with ScriptedModelServer(
+        load_script(SCRIPTS / "claude-harbor-skills.yaml"), host="0.0.0.0", log_path=log
+    ) as server:
+        url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
+        env = scripted_run_env(tmp_path, url, cli_dir)
+        result, experiment = _suite(
+            tmp_path, "--agent=claude-code", f"--task={SKILLS_TASK}", "--count=2", *_aliases(trixie), env=env
+        )
+    output = result.stdout + result.stderr
+    records = _records(experiment)
+    assert len(records) == 4, output
+    for name, record in records.items():
+        assert record["noise"]["category"] == "included", (name, record["noise"], record["errors"])
+        invoked = record["trajectory"]["skills_invoked"]
+        dimensions = {d["name"]: d["score"] for d in record["dimensions"]}
+        if record["treatment"] == "TASK_SKILLS":
+            assert record["verdict"] == "passed", (name, record["checks"], record["errors"])
+            assert "zrx7-checksum" in invoked and dimensions["skill_invocation"] == 1.0
+        else:
+            # No skill in the CONTROL image: the Skill call found nothing and the script was missing.
+            assert record["verdict"] == "failed", (name, record["checks"])
+            assert "zrx7-checksum" not in invoked
+    # The statistics of the project over the pair: pass rates and the verdict of the comparison.
+    summary = (experiment / "summary.md").read_text()
+    assert "TASK_SKILLS" in summary and "CONTROL" in summary
+    assert "TASK_SKILLS vs CONTROL" in result.stdout
+    for path in experiment.rglob("*"):
+        if path.is_file():
+            assert ANTHROPIC_KEY not in path.read_text(errors="replace"), f"a key was written to {path}"

@@ -1,0 +1,147 @@
+"""Reading a Harbor verifier's results (reward.txt, reward.json, ctrf.json) and the uv stand-in's uvx."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scaffold.tasks import HarborSettings, Task, TaskSpec
+from scaffold.validation.harbor import UV_SETUP, parse_ctrf, parse_reward, uv_shim_needed
+from scaffold.validation.results import ValidationCheck, ValidationOutcome
+
+
+def test_reward_txt_comes_first_and_is_a_number() -> None:
+    assert parse_reward(b"0.5\n", b'{"reward": 1}') == (0.5, "reward.txt")
+    assert parse_reward(b"1", None) == (1.0, "reward.txt")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (b"", "reward.txt is empty"),
+        (b"  \n", "reward.txt is empty"),
+        (b"yes", "not a number"),
+        (b"nan", "not a number"),
+    ],
+)
+def test_an_empty_or_unreadable_reward_txt_is_no_reward(text: bytes, why: str) -> None:
+    reward, source = parse_reward(text, b'{"reward": 1}')
+    assert reward is None
+    assert why in source
+
+
+def test_reward_json_its_reward_entry_else_its_only_one_else_the_mean() -> None:
+    assert parse_reward(None, b'{"reward": 0.25, "other": 1}') == (0.25, "reward.json (reward)")
+    assert parse_reward(None, b'{"accuracy": 0.75}') == (0.75, "reward.json (accuracy)")
+    value, source = parse_reward(None, b'{"a": 1, "b": 0}')
+    assert value == 0.5
+    assert source == "reward.json (mean of a, b)"
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b'{"a": "x"}', b"[1, 2]", b'{"a": true}', b"true", b"{}"])
+def test_reward_json_without_a_number_is_no_reward(data: bytes) -> None:
+    assert parse_reward(None, data)[0] is None
+
+
+def test_no_reward_file_names_both() -> None:
+    reward, source = parse_reward(None, None)
+    assert reward is None
+    assert "reward.txt" in source
+    assert "reward.json" in source
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_any_finite_number_written_is_read_back(value: float) -> None:
+    assert parse_reward(repr(value).encode(), None) == (value, "reward.txt")
+    assert parse_reward(None, json.dumps({"score": value}).encode()) == (value, "reward.json (score)")
+
+
+@given(st.binary(max_size=64), st.one_of(st.none(), st.binary(max_size=64)))
+def test_parse_reward_never_raises(text: bytes, data: bytes | None) -> None:
+    reward, source = parse_reward(text, data)
+    assert reward is None or isinstance(reward, float)
+    assert source
+
+
+def test_ctrf_tests_become_named_checks() -> None:
+    report = {
+        "results": {
+            "tool": {"name": "pytest"},
+            "summary": {"tests": 4},
+            "tests": [
+                {"name": "test_a", "status": "passed", "duration": 1},
+                {"name": "test_b", "status": "failed", "duration": 1, "message": "assert 1 == 2"},
+                {"name": "test_c", "status": "skipped", "duration": 0},
+                {"name": "test_d", "status": "pending", "duration": 0},
+            ],
+        }
+    }
+    checks = parse_ctrf(json.dumps(report).encode())
+    assert checks == [
+        ValidationCheck("test_a", "passed", "ctrf", ""),
+        ValidationCheck("test_b", "failed", "ctrf", "assert 1 == 2"),
+        ValidationCheck("test_c", "skipped", "ctrf", ""),
+        ValidationCheck("test_d", "skipped", "ctrf", ""),
+    ]
+
+
+@pytest.mark.parametrize("data", [None, b"", b"{", b"[]", b'{"results": {"tests": "x"}}'])
+def test_a_ctrf_file_of_another_shape_gives_no_checks(data: bytes | None) -> None:
+    assert parse_ctrf(data) == []
+
+
+def test_the_reward_decides_the_outcome() -> None:
+    failed_check = (ValidationCheck("test_b", "failed", "ctrf"),)
+    assert ValidationOutcome(failed_check, reward=1.0).all_passed
+    assert not ValidationOutcome((ValidationCheck("t", "passed", "ctrf"),), reward=0.5).all_passed
+    assert ValidationOutcome(failed_check, reward=0.5).pass_rate == 0.5
+    assert ValidationOutcome(failed_check, reward=3.0).pass_rate == 1.0
+
+
+def _task(tmp_path: Path, script: str, uv_shim: str = "auto") -> Task:
+    (tmp_path / "tests").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "tests" / "test.sh").write_text(script, encoding="utf-8")
+    spec = TaskSpec.model_validate({"metadata": {"name": tmp_path.name}})
+    return Task(tmp_path.name, tmp_path, spec, format="harbor", harbor=HarborSettings(uv_shim=uv_shim))  # type: ignore[arg-type]
+
+
+def test_the_uv_stand_in_goes_where_the_verifier_bootstraps_uv(tmp_path: Path) -> None:
+    tb2 = "curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh\nsource $HOME/.local/bin/env\nuvx pytest\n"
+    assert uv_shim_needed(_task(tmp_path / "a", tb2))
+    assert not uv_shim_needed(_task(tmp_path / "b", "pytest /tests\n"))
+    assert uv_shim_needed(_task(tmp_path / "c", "pytest /tests\n", "always"))
+    assert not uv_shim_needed(_task(tmp_path / "d", tb2, "never"))
+
+
+def _uvx(tmp_path: Path) -> Path:
+    """The stand-in's uvx wrapper, with uv replaced by a script that prints its arguments."""
+    body = UV_SETUP.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    fake = tmp_path / "uv"
+    fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "[%s]" "$a"; done\n', encoding="utf-8")
+    fake.chmod(0o755)
+    wrapper = tmp_path / "uvx"
+    wrapper.write_text(body.replace("/opt/comet-uv/uv", str(fake)), encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_uvx_keeps_the_command_and_its_own_options_in_order(tmp_path: Path) -> None:
+    wrapper = _uvx(tmp_path)
+    argv = ["-w", "pytest==8.4.1", "--with", "a b", "pytest", "-p", "no:cacheprovider", "--ctrf", "/x"]
+    out = subprocess.run([str(wrapper), *argv], capture_output=True, text=True, check=True).stdout
+    assert out == "[tool][run]" + "".join(f"[{a}]" for a in argv)
+
+
+def test_uvx_asks_for_an_installed_python_instead_of_a_download(tmp_path: Path) -> None:
+    wrapper = _uvx(tmp_path)
+    out = subprocess.run(
+        [str(wrapper), "-p", "3.99", "-w", "x", "pytest", "-p", "3.99"], capture_output=True, text=True, check=True
+    ).stdout
+    python3 = shutil.which("python3")
+    assert out == f"[tool][run][--python][{python3}][-w][x][pytest][-p][3.99]"
