@@ -18,6 +18,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_NO_ANSWER",
     "EXIT_OK",
+    "EXIT_REPORTING",
     "EXIT_USAGE",
     "finish",
 ]
@@ -30,6 +31,10 @@ EXIT_USAGE: Final = 2
 """A usage or configuration error: nothing ran."""
 EXIT_NO_ANSWER: Final = 3
 """The run could not produce an answer: task generation failed, or every trial was excluded or errored."""
+EXIT_REPORTING: Final = 6
+"""The trials and local reports are complete and every gate passed, but reporting to the tracing service
+(``--suite langsmith|langfuse``) failed: the same number from pytest and from ``comet eval``, distinct
+from pytest's own statuses (0-5) and from a gate failure (which wins when both happen)."""
 EXIT_INTERRUPTED: Final = 130
 
 EXIT_CODES_HELP: Final = """\

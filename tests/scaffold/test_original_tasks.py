@@ -119,6 +119,30 @@ def test_the_original_tasks_run_with_the_oracle_on_the_local_backend(pytester: p
         assert f'"name": "{check}"' in median
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_original_tasks_run_on_docker_from_their_own_base_image(
+    pytester: pytest.Pytester, docker_base_image: str
+) -> None:
+    # Their Dockerfiles say FROM python:3.12-slim and pip install pytest at build time: built as written,
+    # the base through --image-alias, pip through the host's CA bundle.
+    (pytester.path / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest_subprocess(
+        f"--tasks-dir={ORIGINAL}",
+        "--agent=oracle",
+        "--backend=docker",
+        f"--image-alias=python:3.12-slim={docker_base_image}",
+        f"--workspace-root={pytester.path / 'ws'}",
+        f"--logs-dir={pytester.path / 'logs'}",
+        "-W",
+        "default::scaffold.errors.TaskWarning",
+        "-rA",
+    )
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*PASSED test_tasks.py::test_task[[]comet-fix-median-CONTROL-r1[]]*"])
+
+
 def test_the_original_validator_fails_what_the_agent_did_not_do(tmp_path: Path) -> None:
     # The nop agent leaves the workspace as it was: the comet checks and the fix fail, with reasons (the
     # environment's own test_stats.py counts as tests written, as in the original).

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -44,7 +45,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from scaffold.errors import SkillLeakError, WorkspaceError
-from scaffold.tasks import Task
+from scaffold.tasks import HarborSettings, Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
 from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent, node_runtime
 from scaffold.workspaces.docker.base_image import BASE_TAG
@@ -250,10 +251,11 @@ class DockerBackend:
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
         Harbor-format task, of its build as :mod:`.harbor_image` makes it (``-without-skills`` variant)."""
-        if task.format == "harbor":
-            build = plan_build(task, aliases=self.image_aliases, base_image=self.base_image)
+        written = self._as_written(task)
+        if written is not None:
+            build = plan_build(written, aliases=self.image_aliases, base_image=self.base_image)
             with tempfile.TemporaryDirectory(prefix="comet-harbor-tag-") as tmp:
-                return harbor_image_tag(self.client, task, build, Path(tmp))
+                return harbor_image_tag(self.client, written, build, Path(tmp))
         base = image_id(self.client, self.base_image)
         agent = self._agent_install.key if self._agent_install else "none"
         extra = {"base": base or f"missing:{self.base_image}", "agent": agent}
@@ -307,11 +309,25 @@ class DockerBackend:
     def _dockerfile(self, task: Task) -> Path:
         return task.root / task.spec.environment.dockerfile
 
+    def _as_written(self, task: Task) -> Task | None:
+        """*task* as the Harbor build takes it when its Dockerfile is to be built as written: a Harbor task,
+        or one of ours whose Dockerfile names its own base image instead of ``FROM ${BASE_IMAGE}`` (the
+        original Comet eval's tasks say ``FROM python:3.12-slim``): then aliases, pulls, the host's CA
+        bundle and proxies apply to it too. None for ours on the offline base, built exactly as before."""
+        if task.harbor is not None:
+            return task
+        try:
+            text = self._dockerfile(task).read_text(encoding="utf-8")
+        except OSError:
+            return None
+        return None if "BASE_IMAGE" in text else dataclasses.replace(task, harbor=HarborSettings())
+
     def _task_image(self, task: Task) -> _Image:
-        if task.format == "harbor":
+        written = self._as_written(task)
+        if written is not None:
             tag = harbor_image(
                 self.client,
-                task,
+                written,
                 aliases=self.image_aliases,
                 base_image=self.base_image,
                 build_timeout=self.build_timeout,
