@@ -6,18 +6,21 @@
     comet tasks show  NAME [DIR ...] [--json]
     comet trajectory --agent NAME FILE... [--json]
     comet model-server --script FILE [--host H] [--port P] [--log FILE]
+    comet trace-server [--host H] [--port P] [--log FILE] [--decoded FILE] [--fail ROUTE=STATUS[xN]]...
+                       [--delay ROUTE=SECONDS[xN]]... [--no-multipart] [--zstd]
     comet agents list [--json]
     comet agents install [NAME ...] [--prefix DIR]
     comet eval [TARGET] [options]     (scaffold.skill_eval.command; its own exit codes 0-3, see comet eval --help)
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images build-base [--release bookworm|trixie] [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
-                 [--allow-mixed]
+                 [--allow-mixed] [--suite langfuse]
     comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit codes 0-4)
 
 Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error; ``report`` also
 3 (reports written, but some record files could not be read: they are listed) and 4 (treatments not
-comparable: they differ in more than the treatment; nothing written; ``--allow-mixed`` reports anyway).
+comparable: they differ in more than the treatment; nothing written; ``--allow-mixed`` reports anyway)
+and, with ``--suite``, 6 (the upload to the service failed; the reports are written).
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ REPORT_UNREADABLE = 3
 """``comet report``: the reports were written from the readable records; some record files were not."""
 REPORT_MIXED = 4
 """``comet report``: treatments differ in more than the treatment (agent, model, ...); nothing written."""
+REPORT_UPLOAD_FAILED = 6
+"""``comet report --suite``: the reports were written and the gates passed, but the upload failed (the
+tracing suites' EXIT_REPORTING)."""
 
 
 class _Retained:
@@ -127,6 +133,14 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     server.add_argument("--log", type=Path, default=None, help="append one JSON line per request to this file")
     server.set_defaults(func=_model_server)
 
+    from scaffold.traceserver.__main__ import add_arguments as trace_server_arguments
+
+    trace_server = commands.add_parser(
+        "trace-server", help="record what the LangSmith and Langfuse SDKs send, offline (a stand-in for both)"
+    )
+    trace_server_arguments(trace_server)
+    trace_server.set_defaults(func=_trace_server)
+
     _agents_commands(commands)
     _eval_commands(commands)
 
@@ -177,6 +191,13 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         help="report treatments that differ in more than the treatment (agent, model, backend, ...): their "
         "verdicts say 'not comparable: <field> differs', never improvement or regression, and comparison "
         "gates between them fail",
+    )
+    report.add_argument(
+        "--suite",
+        default=None,
+        choices=("langfuse", "langsmith"),
+        help="also upload each experiment (its trials' traces and scores, the summary with the gates) to that "
+        "service again, from its records, e.g. after a reporting failure (exit status 6 when the upload fails)",
     )
     report.set_defaults(func=_report)
 
@@ -530,6 +551,12 @@ def _model_server(args: argparse.Namespace) -> int:
     return serve(argv)
 
 
+def _trace_server(args: argparse.Namespace) -> int:
+    from scaffold.traceserver.__main__ import serve
+
+    return serve(args)
+
+
 def _agents_list(args: argparse.Namespace) -> int:
     from scaffold.agent_install import agent_statuses
 
@@ -580,6 +607,17 @@ def _report(args: argparse.Namespace) -> int:
     from scaffold.reports.write import report_experiments
 
     gates = [parse_gate(expression) for expression in args.gate]  # parse errors before any work
+    if args.suite == "langfuse":
+        from scaffold.tracing.langfuse_report import settings_from
+
+        settings_from(load_environment())  # so are missing keys of --suite
+    elif args.suite == "langsmith" and not load_environment().get("LANGSMITH_API_KEY"):
+        from scaffold.errors import TracingError
+
+        raise TracingError(
+            "comet report --suite langsmith needs LANGSMITH_API_KEY: set it in the environment or in "
+            "~/.comet/eval/.env (comet-eval never writes it anywhere)"
+        )
     # $COMET_EVAL_REPORT_CONFIG from the process environment, then ~/.comet/eval/.env, as in a pytest run.
     outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=load_environment())
     dirs: list[Path] = args.dirs
@@ -614,8 +652,11 @@ def _report(args: argparse.Namespace) -> int:
     results = evaluate_gates(gates, analysis)
     for result in results:
         print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}")
+    upload_failed = args.suite is not None and _upload_again(args.suite, dirs, results)
     if not all(r.passed for r in results):
         return 1  # a failed gate is the answer CI asks for first; unreadable records are listed above
+    if upload_failed:
+        return REPORT_UPLOAD_FAILED
     if reported.problems:
         print(
             f"comet: {len(reported.problems)} record file(s) could not be read; the reports list them and "
@@ -624,6 +665,50 @@ def _report(args: argparse.Namespace) -> int:
         )
         return REPORT_UNREADABLE
     return 0
+
+
+def _upload_again(suite: str, dirs: list[Path], results: Any) -> bool:
+    """``comet report --suite``: upload each experiment again; True when an upload failed (listed)."""
+    from scaffold.agents.credentials import load_environment
+
+    if suite == "langsmith":
+        return _upload_again_langsmith(dirs)
+    from scaffold.tracing.langfuse_report import connect, reupload, settings_from
+
+    settings = settings_from(load_environment())  # TracingError: a usage error, nothing sent
+    reporter = connect(settings, check=True)
+    failed = False
+    try:
+        for folder in dirs:
+            sent = reupload(folder, settings, results, reporter)
+            ok = len([u for u in sent.uploads if not u.error])
+            print(f"{suite}: {ok} of {len(sent.uploads)} trial trace(s) of {folder} sent to {settings.shown_url}")
+            for upload in sent.uploads:
+                if upload.error:
+                    print(f"{suite} FAILED: {upload.case_id}: {upload.error}", file=sys.stderr)
+            if sent.summary[1]:
+                print(f"{suite} FAILED: experiment summary: {sent.summary[1]}", file=sys.stderr)
+            print(f"tracing status: {sent.status_file}")
+            failed = failed or sent.failed
+    finally:
+        reporter.close()
+    return failed
+
+
+def _upload_again_langsmith(dirs: list[Path]) -> bool:
+    """``comet report --suite langsmith``: each experiment's trials as runs of a new LangSmith experiment
+    (the suite's dataset and examples); True when anything failed (listed, in our words, never the key)."""
+    from scaffold.agents.credentials import load_environment
+    from scaffold.tracing.langsmith_report import reupload
+
+    failed = False
+    for folder in dirs:
+        sent = reupload(folder, load_environment())
+        print(f"langsmith: {sent.trials} trial run(s) of {folder} sent to experiment {sent.experiment}")
+        for failure in sent.failures:
+            print(f"langsmith FAILED: {failure}", file=sys.stderr)
+        failed = failed or bool(sent.failures)
+    return failed
 
 
 def _na(value: object) -> str:

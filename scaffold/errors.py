@@ -149,6 +149,11 @@ class GateError(CometError, ValueError):
     """A ``--gate`` expression that does not parse."""
 
 
+class TracingError(CometError, RuntimeError):
+    """A tracing suite (``--suite langsmith|langfuse``) cannot start: its SDK is missing, its credentials
+    are not set or are refused. Raised before any trial; the message never holds a credential."""
+
+
 class InputWarning(UserWarning):
     """A problem in an input file that this run does not use (a broken treatments file no selected task
     names): not an error, but never silent. ``-W error::scaffold.errors.InputWarning`` makes it one."""

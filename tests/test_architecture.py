@@ -54,6 +54,11 @@ IO_MODULES = (
     "scaffold.modelserver",
     "scaffold.modelserver.server",
     "scaffold.modelserver.__main__",
+    "scaffold.traceserver",  # the trace server: an HTTP server (the package re-exports it)
+    "scaffold.traceserver.server",
+    "scaffold.traceserver.__main__",
+    "scaffold.tracing.langfuse_report",  # the Langfuse SDK's client: HTTP to the service, its threads
+    "scaffold.tracing.langsmith_report",  # the LangSmith SDK's client: HTTP to the service, its threads
     "comet_engine.skills.cli",
     "scaffold.skill_eval.generator",  # runs the generator agent in a workspace of a backend
     "scaffold.skill_eval.generated",  # generates on a cache miss

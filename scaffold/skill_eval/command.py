@@ -43,7 +43,7 @@ from scaffold.skill_eval.outcome import (
     finish,
 )
 from scaffold.skill_eval.plan import EvalPlan, header_lines
-from scaffold.skill_eval.planner import builtin_task_names, plan_eval
+from scaffold.skill_eval.planner import SUITES, builtin_task_names, plan_eval
 from scaffold.skill_eval.progress import Progress
 from scaffold.skill_eval.resolve import QUICK_TASK
 from scaffold.skill_eval.target import UsageError
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 SUITE_DIR: Final = BUILTIN_TASKS_DIR.parent / "tests"
-"""The built-in suite pytest runs: local/tests beside the built-in tasks."""
+"""The local suite's folder: local/tests beside the built-in tasks (``--suite`` picks among SUITES)."""
 
 
 def add_eval_command(commands: Any) -> argparse.ArgumentParser:
@@ -138,7 +138,12 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         "--collect", action="store_true", help="resolve, validate and list the tasks; run nothing, write nothing"
     )
     report = parser.add_argument_group("reports and gates")
-    report.add_argument("--suite", metavar="NAME", help="local (default); langsmith and langfuse are not available yet")
+    report.add_argument(
+        "--suite",
+        metavar="NAME",
+        help="local (default), langsmith or langfuse: the same trials and reports, also sent to that service "
+        "(default: reporting.suite)",
+    )
     report.add_argument("--baseline", metavar="NAME", help=f"treatment to compare against (default: {CONTROL})")
     report.add_argument(
         "--gate", action="append", default=[], metavar="EXPR", help="a gate, e.g. 'SKILL not worse than CONTROL'"
@@ -153,7 +158,7 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
     """pytest's command line for the plan: the built-in suite, the manifest, every option (``--comet-`` forms,
     which exist whatever other plugins are installed)."""
     out = [
-        str(SUITE_DIR / "test_tasks.py"),
+        str(SUITES[plan.suite]),
         f"--rootdir={plan.owner}",
         # The user's own pytest configuration (a pyproject.toml in the skill's project) is not ours to run.
         "-c",
@@ -303,4 +308,5 @@ def _run_pytest(plan: EvalPlan, argv: list[str], out: TextIO) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     reporter = progress.config.pluginmanager.get_plugin("comet-reporter") if progress.config else None
-    return finish(plan, code, progress, reporter, out)
+    tracing = progress.config.pluginmanager.get_plugin("comet-tracing") if progress.config else None
+    return finish(plan, code, progress, reporter, out, tracing)

@@ -44,11 +44,18 @@ exit status:
   2  usage or configuration error (a bad target, option, manifest, agent or credential): nothing ran
   3  the run could not produce an answer: task generation failed (a partial report is written), or every
      trial was excluded as noise or ended in a harness error
+  6  the trials and local reports are complete and every gate passed, but reporting to the tracing
+     service (--suite langsmith|langfuse) failed; `comet report --suite NAME DIR` uploads them again
 """
 
 
-def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: TextIO) -> int:
-    """The lines after the run and the exit status, from pytest's status and what the reporter decided."""
+def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: TextIO, tracing: Any = None) -> int:
+    """The lines after the run and the exit status, from pytest's status and what the reporter decided;
+    *tracing*, a tracing suite's plugin (``--suite langsmith|langfuse``): its ``lines``, and ``failed``
+    when the upload failed (the session's status is then EXIT_REPORTING unless a gate failed)."""
+    reporting_failed = code == EXIT_REPORTING
+    if reporting_failed:
+        code = 0  # the trials ran and the gates passed: answered below like a clean run, then status 6
     for message in progress.collect_errors:
         print(f"comet eval: {message}", file=sys.stderr)
     if code == 4:  # pytest's usage error: already printed by pytest (a credential, a manifest, a gate)
@@ -72,6 +79,8 @@ def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: Te
             print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}", file=out)
         for line in reporter.quality:
             print(line, file=out)
+    for line in getattr(tracing, "lines", ()):
+        print(line, file=out)
     answered = _answered(progress.records)
     if not answered:
         print(
@@ -80,11 +89,16 @@ def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: Te
             file=sys.stderr,
         )
         return EXIT_NO_ANSWER
-    if has_gates(plan):
-        return EXIT_OK if code == 0 else EXIT_FAILED
-    if progress.invalid:
+    if has_gates(plan) and code != 0:
+        return EXIT_FAILED
+    if not has_gates(plan) and progress.invalid:
         print(f"comet eval: {progress.invalid} item(s) could not run (invalid tasks)", file=sys.stderr)
         return EXIT_FAILED
+    if reporting_failed or bool(getattr(tracing, "failed", False)):
+        print(
+            f"comet eval: reporting to {plan.suite} failed (see above); the local results are complete", file=sys.stderr
+        )
+        return EXIT_REPORTING
     return EXIT_OK
 
 

@@ -39,7 +39,21 @@ from scaffold.treatments import CONTROL, DYNAMIC_SKILL
 
 __all__ = ["builtin_task_names", "plan_eval"]
 
-SUITES: Final = ("local", "langsmith", "langfuse")
+HARNESS_ROOT: Final = BUILTIN_TASKS_DIR.parents[1]
+SUITES: Final[Mapping[str, Path]] = {
+    "local": HARNESS_ROOT / "local" / "tests" / "test_tasks.py",
+    "langsmith": HARNESS_ROOT / "langsmith" / "tests" / "test_tasks.py",
+    "langfuse": HARNESS_ROOT / "langfuse" / "tests" / "test_tasks.py",
+}
+"""Each ``--suite`` (and ``reporting.suite``) and the test file pytest runs for it: the same trials and
+local reports everywhere; langsmith and langfuse also report to their service."""
+SUITE_SDKS: Final[Mapping[str, str]] = {"langsmith": "langsmith", "langfuse": "langfuse"}
+"""The SDK distribution each tracing suite needs (the extra of the same name installs it)."""
+SUITE_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "langsmith": ("LANGSMITH_API_KEY",),
+    "langfuse": ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"),
+}
+"""The credentials each tracing suite needs from the environment (the process, then ~/.comet/eval/.env)."""
 
 
 def builtin_task_names(folder: Path = BUILTIN_TASKS_DIR) -> tuple[str, ...]:
@@ -103,7 +117,7 @@ def plan_eval(
             raise UsageError(f"{flag} {value}: must be 1 or more")
     described, manifest = resolve_target(args, builtin)
 
-    suite = _suite(args, manifest)
+    suite = _suite(args, manifest, merged)
     explicit = _explicit(args)
     settings = resolve_settings(
         manifest, explicit, merged, default_agent=DEFAULT_AGENT, process=process, env_file=str(user_env_file(process))
@@ -173,19 +187,34 @@ def plan_eval(
     )
 
 
-def _suite(args: argparse.Namespace, manifest: Manifest) -> str:
+def _suite(args: argparse.Namespace, manifest: Manifest, merged: Mapping[str, str]) -> str:
+    """The suite, its test file present, and a tracing suite's SDK installed and keys set (checked without
+    importing the SDK or opening a connection: ``--collect`` is this too)."""
     suite: str = args.suite or manifest.reporting.suite or "local"
     if suite not in SUITES:
-        raise UsageError(f"--suite {suite}: unknown suite; use local (langsmith and langfuse come later)")
+        raise UsageError(f"--suite {suite}: unknown suite; use one of {', '.join(SUITES)}")
     if manifest.reporting.suite and args.suite and manifest.reporting.suite != args.suite:
         raise UsageError(
             f"reporting.suite is {manifest.reporting.suite!r} in {manifest.file}, but the selected suite is "
             f"{args.suite!r} (--suite): make them agree"
         )
-    if suite != "local":
+    if not SUITES[suite].is_file():
+        raise UsageError(f"--suite {suite}: {SUITES[suite]} is missing from this installation")
+    sdk = SUITE_SDKS.get(suite)
+    if sdk is not None:
+        from importlib import metadata
+
+        try:
+            metadata.version(sdk)
+        except metadata.PackageNotFoundError:
+            raise UsageError(f"--suite {suite} needs the {sdk} SDK: pip install 'comet-eval[{suite}]'") from None
+    missing = [name for name in SUITE_KEYS.get(suite, ()) if not merged.get(name)]
+    if suite == "langsmith" and merged.get("LANGSMITH_TEST_TRACKING", "").strip().lower() == "false":
+        missing = []  # the SDK's own switch: the suite runs and sends nothing, so it needs no key
+    if missing:
         raise UsageError(
-            f"--suite {suite}: not available yet (tracing to LangSmith and Langfuse is a later release); "
-            "use --suite local (the default): the same trials and reports, on this machine"
+            f"--suite {suite} needs {' and '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
+            f"the environment or in {user_env_file()} (comet-eval never writes them anywhere)"
         )
     return suite
 

@@ -121,7 +121,7 @@ def test_quick_and_task_select_before_the_manifest(tmp_path: Path, env: dict[str
         (["{skill}", "--quick", "--task", "x"], "--quick runs generic-skill-smoke only; --task x contradicts it"),
         (["{missing}"], "TARGET {missing}: no such file or folder"),
         (["{skill}/SKILL.txt"], "not a skill folder, a SKILL.md or a manifest"),
-        (["{skill}", "--suite", "langsmith"], "--suite langsmith: not available yet"),
+        (["{skill}", "--suite", "langfuse"], "--suite langfuse needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY"),
         (["{skill}", "--suite", "nope"], "--suite nope: unknown suite"),
         (["{skill}", "--count", "0"], "--count 0: must be 1 or more"),
         (["{skill}", "-n", "0"], "--workers 0: must be 1 or more"),
@@ -150,8 +150,10 @@ def test_a_bad_gate_and_a_reporting_suite_mismatch_are_usage_errors(tmp_path: Pa
     folder = skill(tmp_path, manifest_data(reporting={"suite": "langfuse"}))
     with pytest.raises(UsageError, match=r"reporting\.suite is 'langfuse' in .*, but the selected suite is 'local'"):
         plan(env, folder, "--suite", "local")
-    with pytest.raises(UsageError, match="--suite langfuse: not available yet"):
+    with pytest.raises(UsageError, match="--suite langfuse needs LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY"):
         plan(env, folder)
+    keys = {**env, "LANGFUSE_PUBLIC_KEY": "pk-lf-test-0000", "LANGFUSE_SECRET_KEY": "sk-lf-test-0000"}
+    assert plan(keys, folder).suite == "langfuse"  # reporting.suite selects the suite
     good = skill(tmp_path / "g", manifest_data())
     with pytest.raises(CometError, match="gate"):
         plan(env, good, "--gate", "this is no gate")

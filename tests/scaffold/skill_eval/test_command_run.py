@@ -111,8 +111,9 @@ def test_usage_errors_exit_2_before_anything_is_written(
 ) -> None:
     monkeypatch.setenv("COMET_EVAL_HOME", str(tmp_path / "eval-home"))
     folder = skill(tmp_path / "skills")
+    monkeypatch.delenv("LANGFUSE_PUBLIC_KEY", raising=False)
     assert main(["eval", str(folder), "--suite", "langfuse"]) == 2
-    assert "--suite langfuse: not available yet" in capsys.readouterr().err
+    assert "--suite langfuse needs LANGFUSE_PUBLIC_KEY" in capsys.readouterr().err
     assert main(["eval", str(folder), "--manifest", str(folder / "x.yaml")]) == 2
     assert "both name what to evaluate" in capsys.readouterr().err
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -1,0 +1,22 @@
+"""The Langfuse suite: the local suite's trials, each also reported to Langfuse (README.md here).
+
+No ``__init__.py`` in this folder or below it: a package named ``langfuse`` here would shadow the SDK.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_comet.langfuse_suite import PLUGIN_NAME, LangfuseSuite
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(LangfuseSuite(config), PLUGIN_NAME)
+
+
+@pytest.fixture
+def comet_langfuse(request: pytest.FixtureRequest) -> LangfuseSuite:
+    """The suite's reporter of this process."""
+    suite = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
+    assert isinstance(suite, LangfuseSuite)
+    return suite

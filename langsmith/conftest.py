@@ -1,0 +1,23 @@
+"""The LangSmith suite's hooks and fixtures (pytest_comet.langsmith_suite): the local suite's trials,
+each reported through the LangSmith SDK's pytest plugin. No ``__init__.py`` in this folder: it must never
+shadow the ``langsmith`` SDK package."""
+
+from pytest_comet.langsmith_suite import (
+    langsmith_trial,
+    pytest_configure,
+    pytest_runtest_call,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+    pytest_testnodedown,
+    pytest_unconfigure,
+)
+
+__all__ = [
+    "langsmith_trial",
+    "pytest_configure",
+    "pytest_runtest_call",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+    "pytest_testnodedown",
+    "pytest_unconfigure",
+]

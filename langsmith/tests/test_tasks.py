@@ -1,0 +1,18 @@
+"""The LangSmith suite: the local suite's test, tracked by LangSmith's pytest plugin.
+
+pytest langsmith/tests --task=fix-median --count=3      (LANGSMITH_API_KEY set; see langsmith/README.md)
+
+The test takes no fixture argument: the trial comes from the conftest's autouse fixture, so that the
+LangSmith run's and example's inputs are the case (task, treatment, difficulty) and nothing else.
+"""
+
+import pytest
+
+from pytest_comet.langsmith_suite import current_trial, log_trial
+
+
+@pytest.mark.langsmith
+def test_task() -> None:
+    trial = current_trial()
+    log_trial(trial)
+    trial.assert_passed()
