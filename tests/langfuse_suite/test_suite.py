@@ -348,6 +348,7 @@ def test_under_xdist_workers_send_the_trials_and_the_controller_the_summary(tmp_
     assert status["status"] == "ok" and len(status["trials"]) == 4
 
 
+@pytest.mark.slow
 def test_a_resumed_experiment_sends_only_what_did_not_arrive_before(tmp_path: Path) -> None:
     args = ("--task=fix-median", "--treatment=CONTROL", "--experiment-id=resumed")
     with TraceServer(failures=[Failure("langfuse.scores", status=500)]) as server:
