@@ -51,6 +51,7 @@ IO_MODULES = (
     "scaffold.workspaces.uv_tool",  # fetches uv for Harbor verifiers with pip
     "scaffold.workspaces.docker",
     "scaffold.workspaces.docker.*",
+    "scaffold.httpserve",  # the local HTTP servers' sockets
     "scaffold.modelserver",
     "scaffold.modelserver.server",
     "scaffold.modelserver.__main__",

@@ -6,7 +6,6 @@ answers go out as chunked ``text/event-stream``, one chunk per event.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import socket
@@ -15,13 +14,14 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
 
 from scaffold.errors import CometError
+from scaffold.httpserve import TrackedHandler, TrackedHTTPServer
 from scaffold.modelserver import anthropic, openai
 from scaffold.modelserver.script import Answer, Script, load_script, parse_script, plan_answer
 
@@ -268,10 +268,7 @@ def _decode_body(raw: bytes, encoding: str) -> Any:
         raise _BodyError(400, f"the request body is not JSON: {exc}") from exc
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # keep-alive connections must not hold up stop()
-
+class _HTTPServer(TrackedHTTPServer):
     def __init__(
         self,
         address: tuple[str, int],
@@ -280,41 +277,13 @@ class _HTTPServer(ThreadingHTTPServer):
         owner: ScriptedModelServer,
         family: int,
     ) -> None:
-        self.address_family = family
         self.owner = owner
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
-        super().__init__(address, handler)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            conns, self.connections = list(self.connections), set()
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+        super().__init__(address, handler, family=family)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(TrackedHandler):
     server_version = "comet-scripted-model-server"
-    timeout = 120  # idle keep-alive connections are dropped after this
     server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without this, Nagle + delayed ACK cost ~40 ms each.
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self.server.connections_lock:
-            self.server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.server.connections_lock:
-            self.server.connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the request log is the record."""
 
     def do_GET(self) -> None:
         self._serve()
@@ -330,20 +299,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._serve()
-
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
 
     def _serve(self) -> None:
         raw = self._read_body()

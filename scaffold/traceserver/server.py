@@ -15,13 +15,14 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from scaffold.errors import CometError
+from scaffold.httpserve import TrackedHandler, TrackedHTTPServer
 from scaffold.traceserver.bodies import BodyError, Handled, inflate
 from scaffold.traceserver.failures import Failure, FailurePlan, Injected
 from scaffold.traceserver.langfuse import LangfuseState
@@ -259,10 +260,7 @@ def _failure_answer(status: int, raw: bytes, content_type: str, *, langfuse: boo
     return Handled(status, body, {"content_type": content_type, "bytes": len(raw)}, headers=headers)
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # keep-alive connections must not hold up stop()
-
+class _HTTPServer(TrackedHTTPServer):
     def __init__(
         self,
         address: tuple[str, int],
@@ -271,41 +269,13 @@ class _HTTPServer(ThreadingHTTPServer):
         owner: TraceServer,
         family: int,
     ) -> None:
-        self.address_family = family
         self.owner = owner
-        self.connections: set[socket.socket] = set()
-        self.connections_lock = threading.Lock()
-        super().__init__(address, handler)
-
-    def close_connections(self) -> None:
-        with self.connections_lock:
-            conns, self.connections = list(self.connections), set()
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+        super().__init__(address, handler, family=family)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(TrackedHandler):
     server_version = "comet-trace-server"
-    timeout = 120  # idle keep-alive connections are dropped after this
     server: _HTTPServer
-
-    def setup(self) -> None:
-        super().setup()
-        # Headers and body go out in separate writes: without this, Nagle + delayed ACK cost ~40 ms each.
-        with contextlib.suppress(OSError):
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with self.server.connections_lock:
-            self.server.connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.server.connections_lock:
-            self.server.connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: the request log is the record."""
 
     def do_GET(self) -> None:
         self._serve()
@@ -324,20 +294,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._serve()
-
-    def _read_body(self) -> bytes:
-        if "chunked" in self.headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
 
     def _serve(self) -> None:
         raw = self._read_body()
