@@ -4,6 +4,9 @@
 <id>/trials/<task>-<treatment>-r<N>/record.json      the trial record (source of truth)
 <id>/trials/<task>-<treatment>-r<N>/agent.*.log      what the agent printed
 <id>/trials/<task>-<treatment>-r<N>/validation/      what each validation script printed
+<id>/trials/<task>-<treatment>-r<N>/changes.json     what the agent changed in the workspace
+<id>/trials/<task>-<treatment>-r<N>/transcript.html  the trial as a page a person reads
+<id>/trials/<task>-<treatment>-r<N>/progress.json    while the trial runs: its phase and turn (comet status)
 """
 
 from __future__ import annotations
@@ -19,10 +22,28 @@ from typing import Any
 from scaffold.cases import Case
 from scaffold.errors import SelectionError
 
-__all__ = ["EXPERIMENT_ID", "Experiment", "config_changes", "new_experiment_id"]
+__all__ = [
+    "CHANGES_FILE",
+    "EXPERIMENT_ID",
+    "INSTRUCTION_FILE",
+    "PROGRESS_FILE",
+    "RECORD_FILE",
+    "TRANSCRIPT_FILE",
+    "Experiment",
+    "config_changes",
+    "new_experiment_id",
+]
 
 EXPERIMENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RECORD_FILE = "record.json"
+CHANGES_FILE = "changes.json"
+"""The workspace's changes between the start of the agent and the start of validation (scaffold.changes)."""
+TRANSCRIPT_FILE = "transcript.html"
+"""One self-contained page per trial (scaffold.reports.transcript)."""
+PROGRESS_FILE = "progress.json"
+"""A running trial's phase and turn, rewritten atomically as it goes (comet status reads it)."""
+INSTRUCTION_FILE = "instruction.md"
+"""The prompt the agent was given, as rendered for this trial (the transcript shows it)."""
 
 
 def new_experiment_id(now: datetime | None = None) -> str:

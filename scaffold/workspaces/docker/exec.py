@@ -48,12 +48,28 @@ sweep() {
       env=$(tr '\0' '\n' 2>/dev/null < "$dir/environ")
       case "$nl$env$nl" in
         "$nl$nl") unsure=1 ;;
-        *"$nl$mark$nl"*) kill "-$sig" "${dir#/proc/}" 2>/dev/null && hit=0 ;;
+        *"$nl$mark$nl"*) kill "-$sig" "${dir#/proc/}" 2>/dev/null && hit=0 killed="$killed ${dir#/proc/}" ;;
       esac
     done
     [ -z "$unsure" ] && break
   done
   return $hit
+}
+# `settle`: wait (at most about a second) until every process the sweeps killed is dead. A signal is
+# delivered when its target next runs, so on a busy machine a killed job could still be listed by the
+# next command; the contract is that it is gone when the command's exit is reported.
+settle() {
+  tries=0
+  while [ -n "$killed" ] && [ "$tries" -lt 100 ]; do
+    alive=
+    for pid in $killed; do
+      read -r stat 2>/dev/null < "/proc/$pid/stat" || continue
+      set -- ${stat##*) }
+      case $1 in Z|X) ;; *) alive="$alive $pid" ;; esac
+    done
+    killed=$alive tries=$((tries + 1))
+    [ -n "$killed" ] && { sleep 0.01 2>/dev/null || :; }
+  done
 }
 """
 
@@ -67,7 +83,7 @@ sweep() {
 _RUN_SCRIPT = (
     _SWEEP
     + r"""
-mark="COMET_EXEC_ID=$1" n=$2
+mark="COMET_EXEC_ID=$1" n=$2 killed=
 shift 2
 while [ "$n" -gt 0 ]; do rm -rf -- "$1"; shift; n=$((n - 1)); done
 ( export "$mark"; exec "$@" )
@@ -76,6 +92,7 @@ read -r stat < /proc/$$/stat
 set -- ${stat##*) }
 born=${20}
 sweep KILL
+settle
 exit "$code"
 """
 )
@@ -83,7 +100,7 @@ exit "$code"
 # The same without the sweep at exit: what the command left running in the background stays (a Harbor
 # task's agent starts a server its verifier checks). A timeout still kills the whole tree.
 _RUN_KEEP_SCRIPT = r"""
-mark="COMET_EXEC_ID=$1" n=$2
+mark="COMET_EXEC_ID=$1" n=$2 killed=
 shift 2
 while [ "$n" -gt 0 ]; do rm -rf -- "$1"; shift; n=$((n - 1)); done
 ( export "$mark"; exec "$@" )
@@ -98,7 +115,9 @@ _KILL_SCRIPT = (
     + r"""
 mark="$0=$1" born=0
 if [ "$2" != 0 ] && sweep TERM; then sleep "$2"; fi
+killed=
 sweep KILL
+settle
 exit 0
 """
 )
