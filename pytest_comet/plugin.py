@@ -25,14 +25,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
+from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
-from pytest_comet.state import STATE, WORKERINPUT_KEY, plugin_state
+from pytest_comet.state import SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
 from scaffold.errors import CometError, InputWarning, TaskWarning
 
 if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
     # plugin is installed for all of them) pays nothing for loaders, pydantic or jinja2.
     from pytest_comet.trial import Trial
+    from scaffold.budget import Limits
     from scaffold.cases import Broken, Case
     from scaffold.trial import Runner
 
@@ -140,6 +142,22 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         metavar="ID",
         help="experiment to write to; an existing one is resumed (default: a new id)",
+    )
+    add(
+        "--max-trials",
+        type=int,
+        default=None,
+        metavar="N",
+        help="start at most N trials in this session (all workers together); the others are skipped as "
+        "'not run' and a resume (same --experiment-id) runs them",
+    )
+    add(
+        "--max-cost",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="start no new trial once the trials of this session have cost USD (as their agents report it; "
+        "running ones finish); the others are skipped as 'not run' and a resume runs them",
     )
     add(
         "--rerun-errors",
@@ -296,6 +314,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Reporter(config), "comet-reporter")
+        config.pluginmanager.register(LiveDisplay(config), "comet-live")
 
 
 class _XdistHooks:
@@ -308,6 +327,7 @@ class _XdistHooks:
     @pytest.hookimpl
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput[WORKERINPUT_KEY] = plugin_state(node.config).experiment_id()
+        node.workerinput[SESSION_KEY] = plugin_state(node.config).session_token()
         node.workerinput[CONTROLLER_KEY] = os.getpid()
 
     @pytest.hookimpl
@@ -373,6 +393,49 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state.use(session.outputs)  # and report configurations
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
     state.use(session.judge)  # and judge settings that are not an agent id or an http(s) URL
+    limits(config)  # and negative --max-trials / --max-cost
+    state.accepted = True
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The session's plan (scaffold.status: what ``comet status`` and the live line count against), once
+    per session: by the only process, or by pytest-xdist's gw0 (every worker collects the same items)."""
+    config = session.config
+    state = config.stash.get(STATE, None)
+    workerinput = getattr(config, "workerinput", None)
+    # Also called after a usage error in pytest_collection_modifyitems: nothing is written then.
+    if state is None or not state.accepted or config.option.collectonly:
+        return
+    if workerinput is not None and workerinput.get("workerid") != "gw0":
+        return
+    from datetime import UTC, datetime
+
+    from scaffold.atomic import write_text_atomic
+    from scaffold.cases import Case
+    from scaffold.status import write_plan
+
+    params = (getattr(item, "callspec", None) for item in session.items)
+    cases = [
+        p.params[CASE_FIXTURE].id for p in params if p is not None and isinstance(p.params.get(CASE_FIXTURE), Case)
+    ]
+    root = state.session.experiment().root
+    token = state.session_token()
+    write_plan(root, cases, session=token, started_at=datetime.now(UTC), limits=limits(config).as_dict())
+    beacon = state.beacon_path()
+    if beacon is not None:
+        write_text_atomic(beacon, str(root), durable=False)
+
+
+def limits(config: pytest.Config) -> Limits:
+    """``--max-trials`` and ``--max-cost`` (scaffold.budget says exactly what they count)."""
+    from scaffold.budget import Limits
+
+    trials, cost = config.getoption("comet_max_trials"), config.getoption("comet_max_cost")
+    if trials is not None and trials < 0:
+        raise pytest.UsageError(f"--max-trials={trials}: must be 0 or more")
+    if cost is not None and not cost >= 0:
+        raise pytest.UsageError(f"--max-cost={cost}: must be a number of US dollars, 0 or more")
+    return Limits(trials, cost)
 
 
 # --- fixtures -----------------------------------------------------------------------------------------
@@ -426,6 +489,16 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
         request.node.user_properties.append(("comet_verdict", "invalid"))
         return Trial(comet_case)
     runner: Runner = request.getfixturevalue("comet_runner")
+    request.node.user_properties.append(("comet_case", comet_case.id))
+    budget = limits(request.config)
+    if budget and not _recorded(runner, comet_case):
+        from scaffold.budget import claim
+
+        state = plugin_state(request.config)
+        reason = claim(runner.experiment.root, state.session_token(), comet_case.id, budget)
+        if reason is not None:
+            request.node.user_properties.append(("comet_not_run", reason))
+            pytest.skip(f"not run: {reason}")
     try:
         result = runner.run(comet_case)
     except CometError as exc:
@@ -442,3 +515,19 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
     )
     observational = plugin_state(request.config).session.observes(comet_case.treatment)
     return Trial(comet_case, result, observational=observational)
+
+
+def _recorded(runner: Runner, case: Case) -> bool:
+    """Whether *case* has a record the runner returns as it is (a resumed trial starts nothing)."""
+    path = runner.experiment.record_path(case)
+    if not path.is_file():
+        return False
+    if not runner.settings.rerun_errors:
+        return True
+    from scaffold.errors import RecordError
+    from scaffold.record_files import read_record
+
+    try:
+        return read_record(path).verdict != "error"
+    except RecordError:
+        return True  # the runner reports it

@@ -16,6 +16,12 @@ totals, and with ``--gate`` they fail the session (a gate cannot vouch for trial
 Treatments that differ in more than the treatment (agent, model, backend, ...: an ``--experiment-id``
 reused with another ``--agent``) are not compared: no report is written and the session ends with
 pytest's usage-error status (4), unless ``--allow-mixed`` (verdicts then say "not comparable").
+
+Budgets (``--max-trials``, ``--max-cost``: scaffold.budget). The trials a budget kept from starting are
+skipped tests ("not run: <reason>"), listed in the terminal and in a section of summary.md; the exit
+status is decided as usual on the trials that ran (skips never fail a session), so a budget never turns
+a failing session into a passing one by itself: its gates still answer for what ran. A resume (the same
+``--experiment-id``) runs the trials without a record.
 """
 
 from __future__ import annotations
@@ -49,11 +55,15 @@ class Reporter:
         self.identities: list[str] = []
         self.quality: list[str] = []
         """The eval.yaml quality gates' lines for the terminal (empty: no manifest or no quality gates)."""
+        self.not_run: list[tuple[str, str]] = []
+        """(case id, reason) of the trials a budget kept from starting."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        if report.when == "setup" and report.skipped and "comet_not_run" in props:
+            self.not_run.append((str(props.get("comet_case", report.nodeid)), str(props["comet_not_run"])))
         if report.when != "call":
             return
-        props = dict(report.user_properties)
         if "comet_verdict" in props:
             state = plugin_state(self.config)
             state.verdicts[str(props["comet_verdict"])] += 1
@@ -62,8 +72,9 @@ class Reporter:
     @pytest.hookimpl(trylast=True)  # after other plugins have settled session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = plugin_state(self.config)
-        if not state.verdicts or self.config.option.collectonly:
+        if (not state.verdicts and not self.not_run) or self.config.option.collectonly:
             return
+        self._finish_plan(state)
         from scaffold.reports.comparable import identity_line
         from scaffold.reports.gates import evaluate_gates
         from scaffold.reports.write import report_experiments
@@ -98,6 +109,7 @@ class Reporter:
         written = reported.written
         self.paths = written.paths
         self.unreadable = reported.problems
+        self._not_run_section(experiment.summary_path, experiment.id)
         self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.label}" for v in written.analysis.verdicts]
         self.identities = [
             f"{r.name}: {identity_line(r.identity)}" for r in written.analysis.reports if r.identity is not None
@@ -112,6 +124,43 @@ class Reporter:
             failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
             failed = failed or quality_failed
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed or self.unreadable else pytest.ExitCode.OK
+
+    def _finish_plan(self, state: Any) -> None:
+        """Mark the session's plan finished (comet status: queued trials now are trials not run) and remove
+        the pytest-xdist beacon (pytest_comet.live)."""
+        import contextlib
+        from datetime import UTC, datetime
+
+        from scaffold.status import finish_plan
+
+        with contextlib.suppress(OSError):
+            finish_plan(state.session.experiment().root, state.session_token(), datetime.now(UTC))
+        beacon = state.beacon_path()
+        if beacon is not None:
+            beacon.unlink(missing_ok=True)
+
+    def _not_run_section(self, summary: Path, experiment_id: str) -> None:
+        if not self.not_run or not summary.is_file():
+            return
+        from scaffold.atomic import write_text_atomic
+        from scaffold.budget import not_run_markdown
+
+        section = not_run_markdown(self.not_run[0][1], sorted(case for case, _ in self.not_run), experiment_id)
+        text = summary.read_text(encoding="utf-8")
+        write_text_atomic(summary, text.rstrip("\n") + "\n\n" + section)
+
+    def budget_lines(self) -> list[str]:
+        """The terminal's lines about trials a budget kept from starting (also printed by comet eval)."""
+        if not self.not_run:
+            return []
+        state = plugin_state(self.config)
+        cases = sorted(case for case, _ in self.not_run)
+        shown = ", ".join(cases[:10]) + (f" and {len(cases) - 10} more" if len(cases) > 10 else "")
+        return [
+            f"budget: {self.not_run[0][1]}: {len(cases)} trial(s) not run: {shown}",
+            f"budget: resume with --experiment-id {state.experiment_id()} to run them; the exit status "
+            "answers for the trials that ran",
+        ]
 
     def _quality(self, harness: Any, analysis: Any, folder: Path) -> bool:
         """An eval.yaml's quality gates: quality-gates.json beside the reports, a section of summary.md, the
@@ -128,7 +177,7 @@ class Reporter:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = plugin_state(self.config)
-        if not state.verdicts:
+        if not state.verdicts and not self.not_run:
             return
         counts = ", ".join(f"{n} {v}" for v, n in sorted(state.verdicts.items()))
         resumed = f" ({state.resumed} from earlier runs of this experiment)" if state.resumed else ""
@@ -159,5 +208,7 @@ class Reporter:
             )
         for line in self.quality:
             terminalreporter.write_line(line, green="PASS" in line, red="FAIL" in line)
+        for line in self.budget_lines():
+            terminalreporter.write_line(line, yellow=True)
         if state.verdicts["invalid"] and self.gate_results:
             terminalreporter.write_line("session fails: some items could not run (invalid tasks)", red=True)

@@ -16,9 +16,10 @@ from scaffold.errors import CometError
 if TYPE_CHECKING:
     from scaffold.session import HarnessSession, Options
 
-__all__ = ["STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
+__all__ = ["SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
 
 WORKERINPUT_KEY: Final = "comet_experiment_id"
+SESSION_KEY: Final = "comet_session_token"
 T = TypeVar("T")
 
 
@@ -33,8 +34,11 @@ class PluginState:
     usage_error: pytest.UsageError | None = None
     collected: bool = False
     """True once this process collected comet cases: the plugin is in use."""
+    accepted: bool = False
+    """True once collection checked the session's settings (agent, gates, ...): its plan may be written."""
     _session: HarnessSession | None = None
     _experiment_id: str | None = None
+    _token: str | None = None
 
     @property
     def session(self) -> HarnessSession:
@@ -64,6 +68,30 @@ class PluginState:
 
                 self._experiment_id = self.config.getoption("comet_experiment_id") or new_experiment_id()
         return self._experiment_id
+
+    def session_token(self) -> str:
+        """This session's token, the same in the controller and every worker (handed over like the
+        experiment id): what --max-trials and --max-cost count by (scaffold.budget). Harness-free."""
+        if self._token is None:
+            workerinput = getattr(self.config, "workerinput", None)
+            if workerinput and SESSION_KEY in workerinput:
+                self._token = str(workerinput[SESSION_KEY])
+            else:
+                import secrets
+
+                self._token = secrets.token_hex(8)
+        return self._token
+
+    def beacon_path(self) -> Path | None:
+        """Under pytest-xdist: the file in which the worker that writes the session's plan names the
+        experiment folder, so the controller (which collects nothing and never builds the harness
+        session unless trials ran) learns cheaply that comet trials run and where (pytest_comet.live)."""
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is None and not self.config.pluginmanager.hasplugin("dsession"):
+            return None
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / "comet-eval" / "sessions" / self.session_token()
 
     def use(self, step: Callable[[], T]) -> T:
         """*step*'s result; a CometError it raises becomes a usage error (exit status 4, the message alone)."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from scaffold.cases import Broken
+from scaffold.experiment import TRANSCRIPT_FILE
 
 if TYPE_CHECKING:
     from scaffold.cases import Case
@@ -58,6 +59,9 @@ class Trial:
         if record.trajectory is not None:
             lines += [f"  agent error: {e}" for e in record.trajectory.errors]
         lines.append(f"  record: {self.outcome.record_path}")
+        transcript = self.outcome.record_path.parent / TRANSCRIPT_FILE
+        if record.verdict != "passed" and transcript.is_file():  # trials resumed from before transcripts have none
+            lines.append(f"  transcript: {transcript}")
         if record.workspace.path:
             lines.append(f"  workspace kept: {record.workspace.path}")
         return "\n".join(lines)

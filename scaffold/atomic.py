@@ -23,19 +23,26 @@ __all__ = ["FILE_MODE", "locked", "write_bytes_atomic", "write_json_atomic", "wr
 FILE_MODE: Final = 0o644
 
 
-def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE) -> Path:
+def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE, durable: bool = True) -> Path:
     """Write *text* (a string, or its pieces in order) as UTF-8 to *path* atomically; returns *path*."""
     pieces = [text] if isinstance(text, str) else text
-    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in pieces), mode=mode)
+    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in pieces), mode=mode, durable=durable)
 
 
-def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE) -> Path:
+def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE, durable: bool = True) -> Path:
     """*data* as indented JSON (UTF-8 kept as is, keys in their order) with a final newline."""
-    return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=mode)
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return write_text_atomic(path, text, mode=mode, durable=durable)
 
 
-def write_bytes_atomic(path: Path, chunks: bytes | Iterable[bytes], *, mode: int = FILE_MODE) -> Path:
-    """Write *chunks* to *path* atomically (see the module docstring); the folder is created if needed."""
+def write_bytes_atomic(
+    path: Path, chunks: bytes | Iterable[bytes], *, mode: int = FILE_MODE, durable: bool = True
+) -> Path:
+    """Write *chunks* to *path* atomically (see the module docstring); the folder is created if needed.
+
+    *durable* False skips the flushes to the disk: still never half a file for a reader, but a crash may
+    lose the write. Only for files rebuilt from others at will (a trial's transcript page), where about
+    2 ms a file of flushing would dominate rewriting thousands of them."""
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
@@ -47,12 +54,14 @@ def write_bytes_atomic(path: Path, chunks: bytes | Iterable[bytes], *, mode: int
             else:
                 handle.writelines(chunks)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _sync_folder(folder)
+    if durable:
+        _sync_folder(folder)
     return path
 
 

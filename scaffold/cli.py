@@ -14,7 +14,8 @@
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images build-base [--release bookworm|trixie] [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
-                 [--allow-mixed] [--suite langfuse]
+                 [--allow-mixed] [--suite langfuse] [--transcripts]
+    comet status EXPERIMENT... [--logs-dir DIR] [--json]   where a run stands (from another shell too)
     comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit codes 0-4)
 
 Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error; ``report`` also
@@ -131,6 +132,9 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     server.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     server.add_argument("--log", type=Path, default=None, help="append one JSON line per request to this file")
+    server.add_argument(
+        "--latency", type=float, default=None, metavar="SECONDS", help="wait before answering each model call"
+    )
     server.set_defaults(func=_model_server)
 
     from scaffold.traceserver.__main__ import add_arguments as trace_server_arguments
@@ -177,6 +181,12 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     )
     report.add_argument("--baseline", default="CONTROL", metavar="NAME", help="treatment to compare against")
     report.add_argument("--html", action="store_true", help="also write report.html")
+    report.add_argument(
+        "--transcripts",
+        action="store_true",
+        help="also (re)write every trial's transcript.html in its trial folder (e.g. for experiments run "
+        "before transcripts were written)",
+    )
     report.add_argument("--report-config", type=Path, default=None, metavar="FILE", help="report outputs (JSON)")
     report.add_argument(
         "--gate",
@@ -200,6 +210,8 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         "service again, from its records, e.g. after a reporting failure (exit status 6 when the upload fails)",
     )
     report.set_defaults(func=_report)
+
+    _status_parser(commands)
 
     skill = commands.add_parser("skill", help="skill packages and their engine runs (comet skill --help)")
     if skill_commands:
@@ -548,6 +560,8 @@ def _model_server(args: argparse.Namespace) -> int:
     argv = ["--script", str(args.script), "--host", args.host, "--port", str(args.port)]
     if args.log:
         argv += ["--log", str(args.log)]
+    if args.latency is not None:
+        argv += ["--latency", str(args.latency)]
     return serve(argv)
 
 
@@ -649,6 +663,13 @@ def _report(args: argparse.Namespace) -> int:
         print(f"{verdict.treatment} vs {verdict.baseline}: {verdict.label}")
     for path in written.paths:
         print(f"wrote {path}")
+    if args.transcripts:
+        from scaffold.reports.transcripts import write_transcripts
+
+        transcripts = write_transcripts(dirs)
+        print(f"wrote {transcripts.written} transcript(s)")
+        for line in transcripts.problems:
+            print(f"transcript not written: {line}", file=sys.stderr)
     results = evaluate_gates(gates, analysis)
     for result in results:
         print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}")
@@ -664,6 +685,60 @@ def _report(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return REPORT_UNREADABLE
+    return 0
+
+
+def _status_parser(commands: Any) -> None:
+    status = commands.add_parser(
+        "status",
+        help="where a run stands: trials done, running (phase, turn), queued, elapsed, ETA, spend",
+        description="Read an experiment folder while its trials run (or after): the records, the progress "
+        "file of each running trial and the session's plan.json. Several folders (CI shards) are added up. "
+        "Exit status 0; 2 when an EXPERIMENT is neither a folder nor an experiment under --logs-dir.",
+    )
+    status.add_argument(
+        "experiments",
+        nargs="+",
+        metavar="EXPERIMENT",
+        help="an experiment folder, or an experiment id under --logs-dir",
+    )
+    status.add_argument(
+        "--logs-dir",
+        type=Path,
+        default=Path("local/logs"),
+        help="where experiment ids are looked up (default: local/logs)",
+    )
+    status.add_argument("--json", action="store_true", help="the figures as JSON, for scripts")
+    status.set_defaults(func=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
+    from scaffold.errors import SelectionError
+    from scaffold.experiment import EXPERIMENT_ID
+    from scaffold.status import read_status, status_json, status_line, status_view
+
+    roots: list[Path] = []
+    for given in args.experiments:
+        folder = Path(given)
+        by_id = args.logs_dir / "experiments" / given
+        if folder.is_dir():
+            roots.append(folder.absolute())
+        elif EXPERIMENT_ID.match(given) and by_id.is_dir():
+            roots.append(by_id.absolute())
+        else:
+            raise SelectionError(
+                f"{given}: neither an experiment folder nor an experiment id under {args.logs_dir / 'experiments'} "
+                "(pass the folder, or --logs-dir DIR)"
+            )
+    status = read_status(roots, datetime.now(UTC))
+    if args.json:
+        print(json.dumps(status_json(status), indent=2))
+        return 0
+    print(status_line(status))
+    for line in status_view(status):
+        print(line)
     return 0
 
 

@@ -1,6 +1,8 @@
 """An experiment directory: ``<logs>/experiments/<id>/`` with one folder per trial.
 
 <id>/summary.md
+<id>/plan.json                                       the latest session's cases (scaffold.status)
+<id>/budget.json                                     --max-trials / --max-cost: trials started (scaffold.budget)
 <id>/trials/<task>-<treatment>-r<N>/record.json      the trial record (source of truth)
 <id>/trials/<task>-<treatment>-r<N>/agent.*.log      what the agent printed
 <id>/trials/<task>-<treatment>-r<N>/validation/      what each validation script printed

@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STREAM_PREFIX",
     "AgentInfo",
+    "ChangeCounts",
     "Endpoint",
     "NoiseCategory",
     "NoiseVerdict",
@@ -126,6 +127,19 @@ class WorkspaceInfo(msgspec.Struct, frozen=True, gc=False):
     path: str | None = None
 
 
+class ChangeCounts(msgspec.Struct, frozen=True, gc=False):
+    """How many files the agent added, modified and deleted in its workspace (the trial folder's
+    changes.json lists them: scaffold.changes)."""
+
+    added: _Count = 0
+    modified: _Count = 0
+    deleted: _Count = 0
+
+    @property
+    def total(self) -> int:
+        return self.added + self.modified + self.deleted
+
+
 class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One trial. Fields in the order of the JSON form, ``schema_version`` first.
 
@@ -159,6 +173,9 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """None when the judge is not enabled for the session."""
     errors: tuple[TrialError, ...] = ()
     workspace: WorkspaceInfo = WorkspaceInfo()
+    changes: ChangeCounts | None = None
+    """What the agent changed in its workspace, counted; None when not captured (a record written before
+    it was, a trial that ended before validation, or a capture that failed: changes.json says why)."""
     worker: str = "main"
     harness_version: str | None = None
     """The comet-eval release that ran the trial; None in records written before it was recorded."""

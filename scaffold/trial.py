@@ -6,6 +6,7 @@ This is the library entry point the pytest plugin calls for every case; it never
 from __future__ import annotations
 
 import dataclasses
+import logging
 import shutil
 import time
 from collections.abc import Callable
@@ -18,15 +19,26 @@ from msgspec.structs import replace
 
 from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
+from scaffold.atomic import write_text_atomic
 from scaffold.cases import Case
+from scaffold.changes import Changes, capture, diff_text, record_changes
 from scaffold.errors import CometError, RecordError
-from scaffold.experiment import Experiment, config_changes
+from scaffold.experiment import (
+    CHANGES_FILE,
+    INSTRUCTION_FILE,
+    PROGRESS_FILE,
+    TRANSCRIPT_FILE,
+    Experiment,
+    config_changes,
+)
 from scaffold.hashing import hash_json, hash_tree
 from scaffold.judge import Judge, JudgeRequest
 from scaffold.noise import UNCLASSIFIED, classify
 from scaffold.profiles import resolve_profile
+from scaffold.progress_file import TrialProgress
 from scaffold.record_files import read_record, stream_names, write_record
 from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
+from scaffold.reports.transcripts import write_transcript
 from scaffold.rubrics import Dimension, RubricInput
 from scaffold.tasks import Task, TaskCatalog
 from scaffold.trajectory import Trajectory
@@ -168,6 +180,8 @@ class Runner:
         trial_dir.mkdir(parents=True)
         record = self._execute(case, config, config_hash, trial_dir)
         write_record(record_path, record)
+        _write_transcript(trial_dir, record)
+        (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)  # the record says it all now
         return TrialResult(record, record_path)
 
     def _validate(
@@ -200,19 +214,24 @@ class Runner:
             self._hashes[path] = hash_tree(path, skip=skip)
         return self._hashes[path]
 
-    def _execute(self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path) -> TrialRecord:
+    def _execute(  # noqa: PLR0915 - the phases of one trial, in order, in one place
+        self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path
+    ) -> TrialRecord:
         task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
         task = with_profile_defaults(task, profile)  # the interaction the trial runs: the task's, else its profile's
         started, t0 = self.clock(), time.monotonic()
+        progress = TrialProgress(trial_dir / PROGRESS_FILE, case, self.worker, self.clock)  # comet status
         phases: dict[str, float] = {}
         errors: list[TrialError] = []
         trajectory: Trajectory | None = None
+        changed: Changes | None = None
         outcome: ValidationOutcome | None = None
         workspace: Workspace | None = None
         verdict: Verdict = "error"
         rubric, judged, keep = None, _UNJUDGED, False
         try:
+            progress.phase("workspace")
             mark = time.monotonic()
             prepared = (task.name, task.without_skills)
             if prepared not in self._prepared:
@@ -223,27 +242,32 @@ class Runner:
             phases["workspace_s"] = time.monotonic() - mark
 
             mark = time.monotonic()
+            before = capture(workspace)  # what the agent starts from (scaffold.changes: never raises)
+            phases["changes_s"] = time.monotonic() - mark
+
+            mark = time.monotonic()
             run_id = f"{self.experiment.id}-{case.id}"
-            prompt = task.instruction(
-                {
-                    "run_id": run_id,
-                    "task_name": task.name,
-                    "treatment": treatment.name,
-                    "trial": str(case.trial),
-                    "workspace": workspace.root,
-                }
-            )
+            prompt = _instruction(task, treatment, case, workspace.root, run_id, trial_dir)
             request = AgentRequest(
                 task, treatment, prompt, task.spec.environment.timeout_sec, trial_dir, self.settings.model
             )
-            trajectory = self.agent.run(workspace, request)
+            progress.phase("agent")
+            with progress.watching(trial_dir):
+                trajectory = self.agent.run(workspace, request)
             phases["agent_s"] = time.monotonic() - mark
 
+            mark = time.monotonic()
+            # Before validation adds its files; what the agent wrote of its own key is not repeated.
+            changed = record_changes(workspace, before, trial_dir / CHANGES_FILE, self.agent.redact)
+            phases["changes_s"] += time.monotonic() - mark
+
+            progress.phase("validation")
             mark = time.monotonic()
             context = {"task": task.name, "treatment": treatment.name, "trial": case.trial, "run_id": run_id}
             outcome = self._validate(task, workspace, trial_dir, context)
             phases["validation_s"] = time.monotonic() - mark
 
+            progress.phase("scoring")
             mark = time.monotonic()
             rubric = profile.score(
                 RubricInput(
@@ -261,14 +285,24 @@ class Runner:
             phases["scoring_s"] = time.monotonic() - mark
             # The verdict is the rules' alone: the judge below can neither change nor fail it.
             verdict = "passed" if outcome.all_passed and not rubric.hard_failures else "failed"
+            progress.phase("judge" if self.judge is not None else "scoring")
             judged = self._judge(
-                JudgeRequest(prompt, task.spec.evaluation.rubric_criteria, outcome, workspace), profile.name, phases
+                JudgeRequest(
+                    prompt,
+                    task.spec.evaluation.rubric_criteria,
+                    outcome,
+                    workspace,
+                    changes=diff_text(changed) if changed.error is None else "",
+                ),
+                profile.name,
+                phases,
             )
         except CometError as exc:
             errors.append(TrialError(type(exc).__name__, str(exc)))
         except Exception as exc:  # a harness bug must still leave a record saying what happened
             errors.append(TrialError(type(exc).__name__, f"unexpected: {exc!r}"))
         except BaseException:  # Ctrl-C or a stopped worker: no record, so a resume runs it again
+            progress.remove()
             if workspace is not None:
                 self.backend.destroy(workspace, keep=False)
             raise
@@ -276,6 +310,7 @@ class Runner:
             policy = self.settings.keep_workspaces
             keep = policy == "all" or (policy == "failed" and verdict != "passed")
             self.backend.destroy(workspace, keep=keep)
+        progress.phase("done")  # the record is written next
         finished = self.clock()
         record = TrialRecord(
             experiment_id=self.experiment.id,
@@ -311,6 +346,7 @@ class Runner:
                 keep,
                 str(workspace.host_path) if keep and workspace and workspace.host_path else None,
             ),
+            changes=changed.counts if changed is not None and changed.error is None else None,
             worker=self.worker,
             harness_version=__version__,
             noise=UNCLASSIFIED,
@@ -367,3 +403,27 @@ class Runner:
             settings = hook_settings(self.agent.name, workspace.read_text(file), command) if file else None
             if settings is not None:
                 workspace.write_text(*settings)
+
+
+def _instruction(task: Task, treatment: Treatment, case: Case, root: str, run_id: str, trial_dir: Path) -> str:
+    """The prompt the agent is given, rendered for this trial and kept in its folder for the transcript."""
+    prompt = task.instruction(
+        {
+            "run_id": run_id,
+            "task_name": task.name,
+            "treatment": treatment.name,
+            "trial": str(case.trial),
+            "workspace": root,
+        }
+    )
+    write_text_atomic(trial_dir / INSTRUCTION_FILE, prompt, durable=False)  # a view for the transcript
+    return prompt
+
+
+def _write_transcript(trial_dir: Path, record: TrialRecord) -> None:
+    """The trial's transcript.html, after its record: a view that can be written again (comet report
+    --transcripts), so failing to write it is noted in the log and never fails the trial."""
+    try:
+        write_transcript(trial_dir, record)
+    except Exception as exc:
+        logging.getLogger(__name__).warning("%s: not written: %s", trial_dir / TRANSCRIPT_FILE, exc)

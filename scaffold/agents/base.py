@@ -71,3 +71,8 @@ class Agent(Protocol):
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         """Do the task in *workspace*; a failure of the agent is in the Trajectory, not raised."""
+
+    def redact(self, text: str) -> str:
+        """*text* with this agent's credential values replaced, for what the harness writes from the
+        workspace (an agent that wrote its key into a file must not put it in changes.json or the
+        judge's prompt); *text* as it is for an agent without credentials."""

@@ -104,6 +104,9 @@ class CliAgent:
         endpoints = (endpoint_of(self.base_url),) if self.base_url else self.spec.default_endpoints
         return AgentNetwork(enabled=True, on_this_machine=host in _LOOPBACK, endpoints=endpoints)
 
+    def redact(self, text: str) -> str:
+        return self.redactor.text(text)
+
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         home = _AgentHome(workspace)
         try:

@@ -19,6 +19,9 @@ class OracleAgent:
     install: InstallSpec | None = None
     network = NO_NETWORK
 
+    def redact(self, text: str) -> str:
+        return text  # the oracle holds no credentials
+
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         """Run ``bash solve.sh`` from the workspace root with ``$COMET_SOLUTION_DIR`` set to its folder.
 
@@ -93,3 +96,6 @@ class NopAgent:
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         return Trajectory(agent=self.name, turns=0, exit_code=0)
+
+    def redact(self, text: str) -> str:
+        return text

@@ -48,6 +48,9 @@ class JudgeRequest:
     files: WorkspaceFiles
     comet: bool = False
     """The comet-workflow profile: the comet judge re-scores the change's documents too."""
+    changes: str = ""
+    """What the agent changed, as diffs (scaffold.changes.diff_text, bounded); empty when nothing did or
+    it could not be captured."""
 
 
 class JudgeFailure(CometError):
@@ -85,7 +88,7 @@ def judge_trial(
     info = replace(info, transport=config.transport)
     prompts = [
         (
-            generic_prompt(request.instruction, request.criteria, request.outcome, request.files),
+            generic_prompt(request.instruction, request.criteria, request.outcome, request.files, request.changes),
             generic_dimensions(request.criteria),
         )
     ]

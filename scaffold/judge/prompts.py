@@ -97,9 +97,12 @@ def _validation(outcome: ValidationOutcome) -> str:
     return "\n".join(lines)
 
 
-def generic_prompt(instruction: str, criteria: Sequence[str], outcome: ValidationOutcome, files: WorkspaceFiles) -> str:
+def generic_prompt(
+    instruction: str, criteria: Sequence[str], outcome: ValidationOutcome, files: WorkspaceFiles, changes: str = ""
+) -> str:
     """The generic judge's prompt: the task, the scale and line format, the task's own criteria, the
-    automated checks' results and the workspace as the agent left it."""
+    automated checks' results, what the agent changed (*changes*: diffs, when any) and the workspace as
+    the agent left it."""
     parts = [
         "You review the work an AI coding agent did on a task. Judge what is in the workspace, not what",
         "the agent may have said. Quote a few words of the files you base each score on.\n",
@@ -110,7 +113,10 @@ def generic_prompt(instruction: str, criteria: Sequence[str], outcome: Validatio
     ]
     if criteria:
         parts += ["\nTask-specific criteria (custom_N is the Nth):", *(f"{i}. {c}" for i, c in enumerate(criteria))]
-    parts += ["", _validation(outcome), "\n=== workspace after the agent ===", workspace_dump(files)]
+    parts += ["", _validation(outcome)]
+    if changes:
+        parts += ["\n=== what the agent changed (unified diffs) ===", changes.rstrip("\n")]
+    parts += ["\n=== workspace after the agent ===", workspace_dump(files)]
     return "\n".join(parts)
 
 

@@ -20,6 +20,7 @@ Script (YAML)::
     judge: {text: "[RUBRIC-JUDGE] task_completion: 0.9 - ..."}   # optional: tool-less judge requests
     cwd: /workspace                  # optional: overrides the working directory read from the request
     model: sonnet                    # optional: only requests whose model contains this are main
+    latency: 2.0                     # optional: seconds before each model call is answered (not side requests)
 
 or ``conversations: [{match: "marker in the first user message", responses: [...]}, ...]`` instead of
 ``responses`` to serve several tasks from one server (first match wins; ``match: ""`` matches all).

@@ -1,4 +1,5 @@
-"""``python -m scaffold.modelserver --script FILE [--host H] [--port P] [--log FILE]``: serve in the foreground."""
+"""``python -m scaffold.modelserver --script FILE [--host H] [--port P] [--log FILE] [--latency S]``: serve in the
+foreground."""
 
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ def build_parser(prog: str = "python -m scaffold.modelserver") -> argparse.Argum
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: any free port)")
     parser.add_argument("--log", default=None, help="append every request as one JSON line to this file")
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wait this long before answering each model call (overrides the script's latency)",
+    )
     return parser
 
 
@@ -30,6 +38,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         script = load_script(args.script)
+        if args.latency is not None:
+            if not 0 <= args.latency <= 600:
+                print("error: --latency must be between 0 and 600 seconds", file=sys.stderr)
+                return 2
+            script = script.model_copy(update={"latency": args.latency})
         server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log)
 
         def ready(url: str) -> None:

@@ -129,6 +129,10 @@ class Script(Model):
     instead of ``fallback_text``: the judge calls the Messages API directly, without tools."""
     cwd: NonEmptyStr | None = None
     model: NonEmptyStr | None = None
+    latency: Annotated[float, Field(ge=0, le=600, allow_inf_nan=False)] = 0.0
+    """Seconds the server waits before it answers each model call (main conversation and judge; side
+    requests are answered at once): a provider's response time, so a benchmark's trials spend their time
+    waiting on the model as real ones do. Each request waits in its own thread: calls overlap."""
 
     @property
     def all_conversations(self) -> tuple[Conversation, ...]:

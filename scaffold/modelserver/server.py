@@ -206,13 +206,13 @@ class ScriptedModelServer:
         if path == "/v1/messages/count_tokens":
             return _Reply(200, anthropic.count_tokens(body))
         if path == "/v1/messages":
-            answer = plan_answer(self.script, anthropic.request_view(body, headers))
+            answer = self._wait(plan_answer(self.script, anthropic.request_view(body, headers)))
             if (failure := self._scripted_error(path, answer)) is not None:
                 return failure
             if body.get("stream"):
                 return _Reply(200, events=anthropic.stream_events(answer, model), answer=answer)
             return _Reply(200, anthropic.message_body(answer, model), answer=answer)
-        answer = plan_answer(self.script, openai.request_view(body, headers))
+        answer = self._wait(plan_answer(self.script, openai.request_view(body, headers)))
         if (failure := self._scripted_error(path, answer)) is not None:
             return failure
         custom = openai.custom_tools(body)
@@ -221,6 +221,12 @@ class ScriptedModelServer:
             events = openai.stream_events(answer, model, created_at=now, custom=custom)
             return _Reply(200, events=[(e["type"], e) for e in events], answer=answer)
         return _Reply(200, openai.response_body(answer, model, created_at=now, custom=custom), answer=answer)
+
+    def _wait(self, answer: Answer) -> Answer:
+        """*answer*, after the script's latency when it answers a model call (side requests: at once)."""
+        if self.script.latency and answer.kind != "side":
+            time.sleep(self.script.latency)
+        return answer
 
     def _scripted_error(self, path: str, answer: Answer) -> _Reply | None:
         """The scripted HTTP error for this call, in the route's provider format; None to answer normally."""

@@ -290,6 +290,7 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         record.hard_failures,
         tuple(c.name for c in record.checks if c.status == "failed") if failed else (),
         record.errors,
+        record.changes.total if record.changes is not None else None,
     )
     acc.experiments.add(record.experiment_id)
     acc.trials.append(link)

@@ -10,13 +10,18 @@ scroll boxes).
 
 Links to trials, and why they are aggregated
     Every cell of the matrix links to its row in the "Trials" section. When the report covers at most
-    ``INLINE_TRIALS`` trials, that row links every trial's ``record.json`` and raw streams. Above it, a
-    link per trial would make the page tens of megabytes at 100,000 trials (about 150 bytes per trial),
-    so each row links the folder(s) holding the cell's trial folders, names the folder pattern
-    (``<task>-<treatment>-r<N>``, the runner's case id) that finds all of them, and links at most
-    ``CELL_SAMPLE`` trials worth a look first: excluded, then errored, flagged, failed. Lists of
-    excluded and flagged trials stop at ``LIST_LIMIT`` entries with the count of the rest; the counts
-    per reason are always complete.
+    ``INLINE_TRIALS`` trials, that row links every trial's transcript (``transcript.html`` in the trial
+    folder, scaffold.reports.transcript), its ``record.json`` and its raw streams, each named by what it
+    is ("turn 1", "turn 1 stderr", "version", "stdout"). Above it, a link per trial would make the page
+    tens of megabytes at 100,000 trials (about 250 bytes per trial), so each row links the folder(s)
+    holding the cell's trial folders, names the folder pattern (``<task>-<treatment>-r<N>``, the runner's
+    case id) whose folders each hold a transcript, and links at most ``CELL_SAMPLE`` trials worth a look
+    first: excluded, then errored, flagged, failed. Lists of excluded and flagged trials stop at
+    ``LIST_LIMIT`` entries with the count of the rest; the counts per reason are always complete.
+
+Nothing to draw is said in one line, never drawn as an empty chart: cost against quality when no
+treatment has both a cost and a pass rate, a rubric dimension when no treatment has a difference to
+the baseline (for example skill_invocation, N/A in every trial without a required skill).
 
 Pure: no files, pytest, docker or subprocess; ``render_html`` returns the text, the caller writes it.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import posixpath
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -32,14 +38,24 @@ from urllib.parse import quote
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from scaffold.experiment import TRANSCRIPT_FILE
+from scaffold.records import STREAM_PREFIX
 from scaffold.reports.format import interval as interval_of
 from scaffold.reports.format import known, money, number, percent, short_number, signed_points
-from scaffold.reports.model import JUDGE_REASONS, Analysis, Cell, FailureCause, TreatmentVerdict, TrialLink
+from scaffold.reports.model import (
+    JUDGE_REASONS,
+    Analysis,
+    Cell,
+    DimensionStats,
+    FailureCause,
+    TreatmentVerdict,
+    TrialLink,
+)
 from scaffold.reports.svg import Point, Row, clean, interval_chart, scatter_chart, symmetric_domain
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 from scaffold.stats.paired import MONTE_CARLO_DRAWS
 
-__all__ = ["CELL_SAMPLE", "INLINE_TRIALS", "LIST_LIMIT", "render_html"]
+__all__ = ["CELL_SAMPLE", "INLINE_TRIALS", "LIST_LIMIT", "render_html", "stream_label"]
 
 INLINE_TRIALS = 3000
 CELL_SAMPLE = 3
@@ -112,6 +128,16 @@ class FileLink:
 
 
 @dataclass(frozen=True, slots=True)
+class TrialEntry:
+    """One trial in the Trials section: its name and outcome, then its files (transcript first)."""
+
+    label: FileLink
+    """"r2 ✗" with the trial's outcome as the title (no link: the files follow)."""
+    files: tuple[FileLink, ...]
+    """transcript, record, then the raw streams; () when no file of the trial is known."""
+
+
+@dataclass(frozen=True, slots=True)
 class TrialRow:
     """One cell's entry in the Trials section."""
 
@@ -121,10 +147,18 @@ class TrialRow:
     summary: str
     folders: tuple[FileLink, ...]
     pattern: str
-    trials: tuple[tuple[FileLink, tuple[FileLink, ...]], ...]
-    """(record link, stream links) per trial listed."""
+    trials: tuple[TrialEntry, ...]
     more: int
     """Trials of the cell not listed individually."""
+
+
+@dataclass(frozen=True, slots=True)
+class DimensionView:
+    """One rubric dimension's chart, or the one line that says why there is none."""
+
+    name: str
+    chart: Markup | None
+    note: str = ""
 
 
 def _comparison(c: PairedComparison | Insufficient | None, fmt: str = "pct") -> str:
@@ -214,19 +248,43 @@ def _matrix(a: Analysis) -> list[tuple[str, list[MatrixCell]]]:
     return rows
 
 
-def _trial_links(link: TrialLink, with_experiment: bool) -> tuple[FileLink, tuple[FileLink, ...]]:
+_TURN = re.compile(r"turn-(\d+)")
+_STREAM_SUFFIXES = (".jsonl", ".log")
+
+
+def stream_label(path: str) -> str:
+    """What a raw stream file is, from its name (scaffold.agents.cli and oracle name them):
+    agent.turn-1.jsonl "turn 1", agent.turn-1.stderr.log "turn 1 stderr", agent.version.log "version",
+    agent.stdout.log "stdout"; any other agent.* file by its name without the prefix and suffix."""
+    name = posixpath.basename(path)
+    stem = name.removeprefix(STREAM_PREFIX)
+    for suffix in _STREAM_SUFFIXES:
+        stem = stem.removesuffix(suffix)
+    words = [_TURN.sub(r"turn \1", part) for part in stem.split(".") if part]
+    return " ".join(words) or name
+
+
+def _trial_links(link: TrialLink, with_experiment: bool) -> TrialEntry:
     name = f"{link.experiment_id}/r{link.trial}" if with_experiment else f"r{link.trial}"
     title = f"trial {link.trial} of {link.experiment_id}: {link.verdict}, {link.category}"
     if link.reason:
         title += f" ({link.reason})"
+    if link.changed_files is not None:
+        title += f"; {link.changed_files} file(s) changed by the agent"
     text = f"{name} {_MARK.get(link.verdict, '?')}" + ("*" if link.category != "included" else "")
     if link.files is None:
-        return FileLink(text, "", title + "; no record file known"), ()
-    streams = tuple(
-        FileLink("stream" if len(link.files.streams) == 1 else f"stream {k}", href(path), posixpath.basename(path))
-        for k, path in enumerate(link.files.streams, start=1)
+        return TrialEntry(FileLink(text, "", title + "; no record file known"), ())
+    record = link.files.record
+    files = (
+        FileLink(
+            "transcript",
+            href(link.files.transcript),
+            "" if link.changed_files is None else f"{link.changed_files} file(s) changed",
+        ),
+        FileLink("record", href(record)),
+        *(FileLink(stream_label(path), href(path), posixpath.basename(path)) for path in link.files.streams),
     )
-    return FileLink(text, href(link.files.record), title), streams
+    return TrialEntry(FileLink(text, "", title), files)
 
 
 def _folder(path: str) -> str:
@@ -259,7 +317,7 @@ def _trial_rows(a: Analysis) -> tuple[list[TrialRow], bool]:
                     treatment=treatment,
                     summary=f"{cell.passed}/{cell.scored} passed, {len(cell.links)} trials",
                     folders=tuple(FileLink(f + "/", href(f + "/")) for f in folders),
-                    pattern=f"{task}-{treatment}-r*",
+                    pattern=f"{task}-{treatment}-r*/{TRANSCRIPT_FILE}" if not inline else "",
                     trials=tuple(_trial_links(t, several) for t in links),
                     more=len(cell.links) - len(links),
                 )
@@ -271,14 +329,24 @@ def _state(link: TrialLink) -> str:
     return link.category if link.category in ("excluded", "flagged") and link.verdict != "failed" else link.verdict
 
 
-def _listed(links: Sequence[TrialLink], with_experiment: bool) -> list[tuple[TrialLink, FileLink]]:
-    return [(t, _trial_links(t, with_experiment)[0]) for t in links[:LIST_LIMIT]]
+def _listed(links: Sequence[TrialLink], with_experiment: bool) -> list[tuple[TrialLink, TrialEntry]]:
+    return [(t, _trial_links(t, with_experiment)) for t in links[:LIST_LIMIT]]
 
 
-def _charts(a: Analysis) -> dict[str, Markup]:
+def _charts(a: Analysis) -> dict[str, Markup | None]:
     reports = a.reports
     base = next((r for r in reports if r.is_baseline), None)
-    charts = {
+    points = [
+        Point(
+            r.name,
+            r.spend.mean_cost_usd,
+            r.analysis.pass_rate.mean,
+            r.analysis.pass_rate.low,
+            r.analysis.pass_rate.high,
+        )
+        for r in reports
+    ]
+    charts: dict[str, Markup | None] = {
         "pass_rate": interval_chart(
             [
                 Row(r.name, r.analysis.pass_rate.mean, r.analysis.pass_rate.low, r.analysis.pass_rate.high)
@@ -298,23 +366,17 @@ def _charts(a: Analysis) -> dict[str, Markup]:
             fmt=lambda v: num(v, ".2f"),
             reference=base.analysis.mean_score.mean if base else None,
         ),
+        # Nothing placeable: the template says so in one line instead of an empty plot.
         "cost": scatter_chart(
-            [
-                Point(
-                    r.name,
-                    r.spend.mean_cost_usd,
-                    r.analysis.pass_rate.mean,
-                    r.analysis.pass_rate.low,
-                    r.analysis.pass_rate.high,
-                )
-                for r in reports
-            ],
+            points,
             ident="chart-cost",
             title="Cost per trial against pass rate, per treatment (95% interval on the pass rate)",
             x_label="mean cost per trial (USD)",
             y_label="pass rate",
             x_fmt=lambda v: f"${short_number(v)}",
-        ),
+        )
+        if any(known(p.x) is not None and known(p.y) is not None for p in points)
+        else None,
     }
     diff_rows = [_difference_row(v.treatment, v.pass_rate) for v in a.verdicts]
     charts["verdict"] = interval_chart(
@@ -326,13 +388,19 @@ def _charts(a: Analysis) -> dict[str, Markup]:
         tick_fmt=lambda v: signed_points(v).replace(".0 pts", ""),
         reference=0.0,
     )
+    return charts
+
+
+def _dimension_views(a: Analysis) -> list[DimensionView]:
+    views = []
     for k, name in enumerate(a.dimensions):
-        rows = [
-            _difference_row(d.treatment, d.difference)
-            for d in a.dimension_stats
-            if d.dimension == name and d.treatment != a.baseline
-        ]
-        charts[f"dim-{k}"] = interval_chart(
+        stats = [d for d in a.dimension_stats if d.dimension == name]
+        compared = [d for d in stats if d.treatment != a.baseline]
+        rows = [_difference_row(d.treatment, d.difference) for d in compared]
+        if not any(known(r.value) is not None for r in rows):
+            views.append(DimensionView(name, None, _no_difference(a.baseline, stats, compared)))
+            continue
+        chart = interval_chart(
             rows,
             ident=f"chart-dim-{k}",
             title=f"{name}: difference to {a.baseline} (paired over tasks, 95% interval)",
@@ -340,7 +408,19 @@ def _charts(a: Analysis) -> dict[str, Markup]:
             fmt=lambda v: num(v, "+.2f"),
             reference=0.0,
         )
-    return charts
+        views.append(DimensionView(name, chart))
+    return views
+
+
+def _no_difference(baseline: str, stats: Sequence[DimensionStats], compared: Sequence[DimensionStats]) -> str:
+    """Why a dimension has no difference to chart, in one line."""
+    if not any(d.n for d in stats):
+        return "not applicable: no trial has a score (N/A in every trial), so there is nothing to compare"
+    if not compared:
+        return f"no treatment to compare with {baseline}"
+    if not any(d.n for d in stats if d.treatment == baseline):
+        return f"not compared: {baseline} has no score (N/A in every trial); the table gives each treatment's mean"
+    return f"not compared: too few tasks are scored under both {baseline} and a treatment (insufficient data)"
 
 
 def _title(a: Analysis) -> str:
@@ -371,6 +451,8 @@ def render_html(analysis: Analysis) -> str:
         title=_title(a),
         verdicts=[_verdict_row(v) for v in a.verdicts],
         charts=_charts(a),
+        dimension_views=_dimension_views(a),
+        monte_carlo=any(isinstance(v.pass_rate, PairedComparison) and not v.pass_rate.exact for v in a.verdicts),
         matrix=_matrix(a),
         bins=[(f"b{k}", f"{k * 10}%") for k in range(11)],
         trial_rows=trial_rows,
@@ -384,6 +466,7 @@ def render_html(analysis: Analysis) -> str:
         failures=_top_failures(a.failures),
         total_trials=sum(len(c.links) for c in a.cells.values()),
         mc_draws=MONTE_CARLO_DRAWS,
+        transcript_file=TRANSCRIPT_FILE,
         judge_reasons=JUDGE_REASONS,
     )
 

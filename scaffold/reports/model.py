@@ -15,10 +15,12 @@ Pure data: no files, pytest, docker or subprocess.
 from __future__ import annotations
 
 import math
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from scaffold.experiment import TRANSCRIPT_FILE
 from scaffold.records import TrialError
 from scaffold.stats import (
     Calibration,
@@ -159,6 +161,11 @@ class TrialFiles:
     streams: tuple[str, ...] = ()
     """Paths of what the agent printed (``agent.*`` files of the trial folder), sorted."""
 
+    @property
+    def transcript(self) -> str:
+        """Path of the trial's ``transcript.html``: beside the record, given the same way."""
+        return posixpath.join(posixpath.dirname(self.record), TRANSCRIPT_FILE)
+
 
 @dataclass(frozen=True, slots=True)
 class TrialLink:
@@ -189,6 +196,8 @@ class TrialLink:
     """Names of the validation checks that failed (a failed trial's only; others have none listed)."""
     errors: tuple[TrialError, ...] = ()
     """The harness errors of an errored trial."""
+    changed_files: int | None = None
+    """Files the agent added, modified or deleted (changes.json); None when not recorded."""
 
 
 @dataclass(frozen=True, slots=True)

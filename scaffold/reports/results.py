@@ -72,6 +72,11 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "hard_failures": list(record.hard_failures),
         "failed_checks": [c.name for c in record.checks if c.status == "failed"],
         "errors": [e.type or "error" for e in record.errors],
+        "changes": (
+            {"added": record.changes.added, "modified": record.changes.modified, "deleted": record.changes.deleted}
+            if record.changes is not None
+            else None
+        ),
         "record": files.record if files else None,
         "streams": list(files.streams) if files else [],
     }

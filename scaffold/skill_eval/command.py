@@ -132,6 +132,18 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")
     run.add_argument(
+        "--max-trials",
+        type=int,
+        metavar="N",
+        help="start at most N trials (the others are listed as not run; resuming the experiment runs them)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=float,
+        metavar="USD",
+        help="start no new trial once the trials have cost USD as their agent reports it (running ones finish)",
+    )
+    run.add_argument(
         "--out", type=Path, metavar="DIR", help="where experiments go (default: <project>/.comet/eval/runs)"
     )
     run.add_argument(
@@ -207,6 +219,10 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
     out += [f"--comet-image-alias={alias}" for alias in args.image_alias]
     if args.image_alias_file:
         out.append(f"--comet-image-alias-file={args.image_alias_file}")
+    if args.max_trials is not None:
+        out.append(f"--comet-max-trials={args.max_trials}")
+    if args.max_cost is not None:
+        out.append(f"--comet-max-cost={args.max_cost}")
     if plan.workers:
         out += ["-n", str(plan.workers)]
     return out

@@ -79,6 +79,8 @@ def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: Te
             print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}", file=out)
         for line in reporter.quality:
             print(line, file=out)
+        for line in reporter.budget_lines():
+            print(line, file=out)
     for line in getattr(tracing, "lines", ()):
         print(line, file=out)
     answered = _answered(progress.records)

@@ -106,9 +106,12 @@ def plan_ks(summaries: Iterable[_Counted], max_k: int = DEFAULT_MAX_K) -> KPlan:
     limit = fewest.scored
     if k_ladder(limit) == k_ladder(max_k):  # also when the fewest trials fall between two rungs above max_k
         return KPlan(k_ladder(max_k), None, f"every task has enough scored trials for k up to {max_k}{note}", limit)
+    ks = k_ladder(limit)
+    # Name the ks shown, not the limit: with 3 trials the ladder 1, 2, 5 stops at 2, and "at most 3"
+    # beside pass@1 and pass@2 columns reads as a missing column.
     reason = (
-        f"k limited to at most {limit} (asked up to {max_k}): task {fewest.task!r} under {fewest.treatment!r} has only "
-        f"{limit} scored trial(s), and pass@k / pass^k need at least k trials per task; "
-        f"run more trials (--count) to report larger k{note}"
+        f"k limited to {', '.join(map(str, ks))} (asked up to {max_k}; k runs 1, 2, 5, 10, ...): "
+        f"task {fewest.task!r} under {fewest.treatment!r} has only {limit} scored trial(s), and pass@k / pass^k "
+        f"need at least k trials per task; run more trials (--count) to report larger k{note}"
     )
-    return KPlan(k_ladder(limit), max_k, reason, limit)
+    return KPlan(ks, max_k, reason, limit)

@@ -23,9 +23,11 @@ __all__ = [
     "NO_NETWORK",
     "AgentNetwork",
     "Backend",
+    "FileState",
     "InstallSpec",
     "ValidationPolicy",
     "Workspace",
+    "WorkspaceManifest",
     "endpoint_of",
 ]
 
@@ -75,6 +77,32 @@ class AgentNetwork:
 
 
 NO_NETWORK: Final = AgentNetwork()
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A regular file or a symbolic link in a workspace, as :meth:`Workspace.manifest` lists it."""
+
+    size: int
+    """Bytes of the file; of a link, of its target's path."""
+    mode: int
+    """The permission bits (``0o644``); 0o777 for a link."""
+    digest: str | None
+    """A hash of the content, comparable only between manifests of the same workspace (each backend picks
+    its algorithm); None for a link, and for a file that could not be read."""
+    link: str | None = None
+    """A symbolic link's target, as written (never followed); None for a regular file."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceManifest:
+    """The files of a workspace at one moment (:meth:`Workspace.manifest`)."""
+
+    files: Mapping[str, FileState]
+    """Workspace-relative POSIX path -> state, in sorted order of the paths."""
+    truncated: bool = False
+    """More files than the limit asked for: ``files`` holds the first ones in sorted order."""
+
 
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
@@ -151,6 +179,17 @@ class Workspace(Protocol):
 
     def remove(self, rel: str) -> None:
         """Delete a file or folder if present."""
+
+    def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+        """Every regular file and symbolic link under the root, links never followed, no other file system
+        mounted below the root entered; *exclude* (workspace-relative paths, with everything below them)
+        and the backend's own files left out; at most *limit* entries, the first in sorted order of the
+        paths (then ``truncated``). Names holding a newline are left out. One round trip in a container."""
+
+    def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
+        """The bytes of each regular file among *paths* (workspace-relative) that is at most *limit* bytes;
+        the others (missing, a link, a folder, larger, unreadable) are left out. As few round trips as
+        the backend can (one archive of the workspace in a container)."""
 
     def begin_validation(self, policy: ValidationPolicy) -> None:
         """End the agent's phase as *policy* says; the trial runner calls it once, after the agent and

@@ -6,13 +6,22 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scaffold.errors import WorkspaceError
 
-__all__ = ["HostFiles", "fresh_copy", "remove_empty_parents"]
+if TYPE_CHECKING:
+    # Not at run time: the local backend's supervisor imports this module (through owners) with the
+    # standard library only (python -S), and scaffold.workspaces.base reaches pydantic and yaml.
+    from scaffold.workspaces.base import FileState, WorkspaceManifest
+
+__all__ = ["HostFiles", "fresh_copy", "host_manifest", "remove_empty_parents"]
 
 
 class HostFiles:
@@ -96,6 +105,75 @@ class HostFiles:
             shutil.rmtree(target, ignore_errors=True)
         else:
             target.unlink(missing_ok=True)
+
+    def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+        return host_manifest(self._path, exclude, limit)
+
+    def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        for rel in paths:
+            try:
+                target = self._inside(rel)
+                if target.is_symlink() or not target.is_file() or target.stat().st_size > limit:
+                    continue
+                data = target.read_bytes()
+            except (OSError, WorkspaceError):  # gone meanwhile, unreadable, or a link pointing out
+                continue
+            if len(data) <= limit:
+                found[rel] = data
+        return found
+
+
+def host_manifest(root: Path, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+    """:meth:`Workspace.manifest` of a host folder: names first (one ``lstat`` each), then the content
+    hashes (SHA-256) of the first *limit* in sorted order only, so a huge tree costs a listing, not a read."""
+    from scaffold.workspaces.base import FileState, WorkspaceManifest
+
+    skip = set(exclude)
+    top = str(root)
+    try:
+        device = os.lstat(top).st_dev
+    except OSError as exc:
+        raise WorkspaceError(f"cannot list the workspace {root}: {exc}") from None
+    found: list[tuple[str, os.stat_result]] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        try:
+            with os.scandir(os.path.join(top, rel) if rel else top) as entries:  # noqa: PTH118
+                for entry in entries:
+                    path = f"{rel}/{entry.name}" if rel else entry.name
+                    if path in skip or "\n" in entry.name:
+                        continue
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISDIR(info.st_mode):
+                        if info.st_dev == device:  # another file system mounted here is not the workspace's
+                            pending.append(path)
+                    elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                        found.append((path, info))
+        except OSError:  # a folder that cannot be read (or vanished) holds nothing we can list
+            continue
+    found.sort(key=lambda item: item[0])
+    files: dict[str, FileState] = {}
+    for path, info in found[:limit]:
+        full = os.path.join(top, path)  # noqa: PTH118
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                target = os.readlink(full)
+            except OSError:
+                continue
+            files[path] = FileState(len(os.fsencode(target)), 0o777, None, link=target)
+        else:
+            files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), _sha256(full))
+    return WorkspaceManifest(files, truncated=len(found) > limit)
+
+
+def _sha256(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:  # noqa: PTH123
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def fresh_copy(source: Path, path: Path) -> None:

@@ -38,8 +38,8 @@ from scaffold.errors import WorkspaceError
 from scaffold.process_output import ProcessResult
 from scaffold.procs import run_process
 from scaffold.tasks import Task
-from scaffold.workspaces.base import ValidationPolicy, Workspace
-from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
+from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
+from scaffold.workspaces.files import HostFiles, fresh_copy, host_manifest, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
 from scaffold.workspaces.owners import OwnedFolders, state_root
@@ -47,6 +47,9 @@ from scaffold.workspaces.processes import MARKER, end_marked, last_pid
 from scaffold.workspaces.supervisor import Supervisor
 
 __all__ = ["IsolationWarning", "LocalBackend", "LocalWorkspace", "base_environment"]
+
+TMP_DIR = ".tmp"
+"""The commands' TMPDIR, inside the workspace: the backend's own, never listed as the agent's change."""
 
 _PASSED_THROUGH = ("HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL")
 
@@ -63,7 +66,7 @@ def base_environment(workspace: Path) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
     env[MARKER] = str(workspace)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    tmp = workspace / ".tmp"
+    tmp = workspace / TMP_DIR
     env["TMPDIR"] = str(tmp)
     return env
 
@@ -98,6 +101,9 @@ class LocalWorkspace(HostFiles):
     def host_visible(self, path: Path) -> str | None:
         return str(path.resolve())
 
+    def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+        return host_manifest(self._path, [*exclude, TMP_DIR], limit)
+
     def begin_validation(self, policy: ValidationPolicy) -> None:
         if self.policy is not None:
             return
@@ -118,7 +124,7 @@ class LocalWorkspace(HostFiles):
         stdout_path: Path,
         stderr_path: Path,
     ) -> ProcessResult:
-        (self._path / ".tmp").mkdir(exist_ok=True)
+        (self._path / TMP_DIR).mkdir(exist_ok=True)
         full_env = {**base_environment(self._path), **env}
         network = self._network if self.policy is ValidationPolicy.STRICT else None
         with network.entered(argv) if network is not None else contextlib.nullcontext(argv) as command:
@@ -174,7 +180,7 @@ class LocalBackend:
             with contextlib.suppress(WorkspaceError):
                 workspace.end_processes()
         if keep:
-            shutil.rmtree(workspace.host_path / ".tmp", ignore_errors=True)
+            shutil.rmtree(workspace.host_path / TMP_DIR, ignore_errors=True)
             self._owned.release(workspace.host_path)  # kept for inspection: no sweep takes it
         else:
             self._owned.remove(workspace.host_path)

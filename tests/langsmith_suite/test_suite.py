@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from scaffold.experiment import RECORD_FILE
 from scaffold.record_files import read_record
 from scaffold.traceserver import Failure, TraceServer
 from tests.support.factories import REPO, TaskFactory
@@ -56,7 +57,7 @@ def experiment(tmp_path: Path) -> Path:
 
 def records(tmp_path: Path) -> list[Any]:
     return sorted(
-        (read_record(p) for p in (experiment(tmp_path) / "trials").rglob("*.json") if p.name != "config.json"),
+        (read_record(p) for p in (experiment(tmp_path) / "trials").glob(f"*/{RECORD_FILE}")),
         key=lambda r: r.trial,
     )
 

@@ -53,7 +53,7 @@ def test_without_a_gate_the_baseline_is_observed_and_every_report_written(
         ]
     )
     names = sorted(p.name for p in experiment(pytester).iterdir())
-    assert names == ["comparison_report.md", "results.jsonl", "summary.md", "trials"]
+    assert names == ["comparison_report.md", "plan.json", "results.jsonl", "summary.md", "trials"]  # plan: comet status
     report = (experiment(pytester) / "comparison_report.md").read_text()
     assert "### SKILL_HELPER vs CONTROL: improvement" in report
     rows = [json.loads(line) for line in (experiment(pytester) / "results.jsonl").read_text().splitlines()]
@@ -128,7 +128,7 @@ def test_report_outputs_from_the_environment(
 ) -> None:
     monkeypatch.setenv("COMET_EVAL_REPORT_CONFIG", '{"report_outputs": {"markdown": false}}')
     run(pytester, "--task=t0").assert_outcomes(passed=1, xfailed=1)
-    assert sorted(p.name for p in experiment(pytester).iterdir()) == ["results.jsonl", "trials"]
+    assert sorted(p.name for p in experiment(pytester).iterdir()) == ["plan.json", "results.jsonl", "trials"]
 
 
 def test_under_xdist_the_controller_reports_and_gates(pytester: pytest.Pytester, helped: TaskFactory) -> None:

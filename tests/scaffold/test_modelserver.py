@@ -508,3 +508,49 @@ def test_the_scripts_and_streams_from_the_real_clis_are_valid() -> None:
         events = [json.loads(line) for line in lines]
         assert events and all("type" in e for e in events)
         assert "/tmp/" not in "".join(lines)
+
+
+def test_latency_holds_every_model_call_but_no_side_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    import scaffold.modelserver.server as server_module
+
+    waited: list[float] = []
+    monkeypatch.setattr(server_module.time, "sleep", waited.append)
+    with ScriptedModelServer({**SCRIPT, "latency": 1.5}) as srv:
+        call(srv.url, "POST", "/v1/messages", messages_request(model="claude-haiku-4-5", tools=[], stream=False))
+        assert waited == []  # a side request (a title) is answered at once
+        call(srv.url, "POST", "/v1/messages", messages_request(stream=False))
+        call(srv.url, "POST", "/v1/responses", {"model": "gpt-5", "input": "hi", "tools": [{"type": "function"}]})
+    assert waited == [1.5, 1.5]
+
+
+def test_latency_waits_in_each_request_s_own_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import scaffold.modelserver.server as server_module
+
+    # Both calls must be waiting at the same moment: served one after the other, the barrier breaks.
+    both = threading.Barrier(2, timeout=20)
+    monkeypatch.setattr(server_module.time, "sleep", lambda seconds: both.wait())
+    with ScriptedModelServer({**SCRIPT, "latency": 2}) as srv:
+        replies: list[int] = []
+
+        def one() -> None:
+            replies.append(call(srv.url, "POST", "/v1/messages", messages_request()).status)
+
+        calls = [threading.Thread(target=one) for _ in range(2)]
+        for thread in calls:
+            thread.start()
+        for thread in calls:
+            thread.join(30)
+    assert replies == [200, 200]
+
+
+@pytest.mark.parametrize("latency", ["-1", "nan", "601"])
+def test_a_latency_out_of_range_is_refused(tmp_path: Path, latency: str, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(f"latency: {latency}\nresponses: []\n", encoding="utf-8")
+    with pytest.raises(ScriptError, match="latency"):
+        load_script(script)
+    script.write_text("responses: []\n", encoding="utf-8")
+    assert main(["--script", str(script), "--latency", latency.replace("nan", "-5")]) == 2
+    assert "--latency" in capsys.readouterr().err

@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from scaffold.errors import RecordError, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.record_files import read_record, record_field, upgrade, write_record
-from scaffold.records import SCHEMA_VERSION, AgentInfo, NoiseVerdict, TrialError, TrialRecord, WorkspaceInfo
+from scaffold.records import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    ChangeCounts,
+    NoiseVerdict,
+    TrialError,
+    TrialRecord,
+    WorkspaceInfo,
+)
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.summary import render_summary
 from scaffold.rubrics import Dimension
@@ -243,6 +251,7 @@ _records = st.builds(
     hard_failures=st.lists(_text, max_size=2).map(tuple),
     errors=st.lists(st.builds(TrialError, _text, _text), max_size=2).map(tuple),
     workspace=st.builds(WorkspaceInfo, _text, st.booleans(), st.none() | _text),
+    changes=st.none() | st.builds(ChangeCounts, *[st.integers(0, 10**6)] * 3),
     noise=st.builds(
         NoiseVerdict,
         st.sampled_from(["included", "flagged", "excluded"]),

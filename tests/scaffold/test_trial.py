@@ -85,7 +85,7 @@ def test_record_contents(factory: TaskFactory, tmp_path: Path) -> None:
     assert data["case_id"] == "t-CONTROL-r2" and data["trial"] == 2
     assert data["verdict"] == "passed" and data["weighted_score"] == pytest.approx(1.0)
     assert data["config_hash"].startswith("sha256:") and data["config"]["task"]["content_hash"].startswith("sha256:")
-    assert set(data["phases"]) == {"workspace_s", "agent_s", "validation_s", "scoring_s"}
+    assert set(data["phases"]) == {"workspace_s", "changes_s", "agent_s", "validation_s", "scoring_s"}
     assert {d["name"] for d in data["dimensions"]} >= {"completion", "safety_boundary"}
     assert data["trajectory"]["commands"] == ["bash $COMET_SOLUTION_DIR/solve.sh"]
     assert (

@@ -49,6 +49,9 @@ class InterruptedAgent:
     install: InstallSpec | None = None
     network = NO_NETWORK
 
+    def redact(self, text: str) -> str:
+        return text
+
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         threading.Timer(1.0, _thread.interrupt_main).start()
         workspace.exec(
@@ -75,6 +78,9 @@ class CredentialedSleeper:
         self.env: dict[str, str] = {}
         for agent in ("claude-code", "codex"):
             self.env.update(resolve_credentials(builtin_spec(agent, env).credentials, env, agent=agent))
+
+    def redact(self, text: str) -> str:
+        return text
 
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         workspace.exec(

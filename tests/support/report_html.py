@@ -9,7 +9,7 @@ from scaffold.plain import plain
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.model import Analysis, TrialFiles
-from tests.support.records import changed
+from tests.support.records import changed, dims, rec
 from tests.support.synthetic import STREAM_FILE, synthetic_records, task_names
 
 INCLUDED: dict[str, Any] = {"category": "included", "reason": "", "source": "structured", "evidence": {}}
@@ -44,18 +44,44 @@ def rename(records: Sequence[TrialRecord], tasks: dict[str, str], treatments: di
     return out
 
 
-def files_of(records: Sequence[TrialRecord], prefix: str = "exp/trials") -> dict[tuple[str, str], TrialFiles]:
+def files_of(
+    records: Sequence[TrialRecord], prefix: str = "exp/trials", streams: Sequence[str] = (STREAM_FILE,)
+) -> dict[tuple[str, str], TrialFiles]:
     """Links as the report writer makes them: relative to the report's folder."""
     return {
         (r.experiment_id, r.case_id): TrialFiles(
-            f"{prefix}/{r.case_id}/record.json", (f"{prefix}/{r.case_id}/{STREAM_FILE}",)
+            f"{prefix}/{r.case_id}/record.json", tuple(f"{prefix}/{r.case_id}/{name}" for name in streams)
         )
         for r in records
     }
 
 
-def analysis_of(records: Sequence[TrialRecord], baseline: str = "CONTROL") -> Analysis:
-    return build_analysis(records, baseline=baseline, files=files_of(records))
+def analysis_of(
+    records: Sequence[TrialRecord], baseline: str = "CONTROL", streams: Sequence[str] = (STREAM_FILE,)
+) -> Analysis:
+    return build_analysis(records, baseline=baseline, files=files_of(records, streams=streams))
+
+
+def first_look(tasks: int = 3) -> list[TrialRecord]:
+    """A first small run as a new user makes one (issue 16): CONTROL and SKILL, 3 trials per task, an agent
+    that reports no cost, no task requiring a skill (skill_invocation N/A everywhere), failures by a
+    failed check and one errored trial (a timeout)."""
+    records = []
+    for i in range(tasks):
+        for treatment in ("CONTROL", "SKILL"):
+            for trial in (1, 2, 3):
+                task = f"task-{i}"
+                if (i, treatment, trial) == (0, "CONTROL", 3):
+                    error = [{"type": "AgentTimeout", "message": "no answer in 600 s"}]
+                    records.append(rec(task, treatment, trial, "error", errors=error, dimensions=dims(None, None)))
+                    continue
+                passed = (trial + i + (treatment == "SKILL")) % 2 == 0
+                verdict = "passed" if passed else "failed"
+                check = {"name": "tests pass", "status": verdict, "source": "script:check.py", "reason": ""}
+                records.append(
+                    rec(task, treatment, trial, verdict, dimensions=dims(1.0 if passed else 0.0, None), checks=[check])
+                )
+    return records
 
 
 def layout_outcome(task: int, treatment: str, trial: int) -> str:

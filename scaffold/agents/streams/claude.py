@@ -14,7 +14,7 @@ stream never answers (a killed run), are kept as ``skills_attempted``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from scaffold.agents.streams.events import attempted_only, count, items, json_ev
 from scaffold.agents.streams.failures import failure
 from scaffold.trajectory import ApiFailure, TokenUsage, ToolCall, Trajectory
 
-__all__ = ["parse_claude_stream"]
+__all__ = ["parse_claude_stream", "skill_of"]
 
 _READ_TOOLS = {"Read", "read_file", "View"}
 _SHELL_TOOLS = {"Bash", "bash", "Shell", "run_shell_command"}
@@ -40,7 +40,8 @@ def tokens_of(usage: Any) -> TokenUsage | None:
     )
 
 
-def _skill_of(name: str, tool_input: dict[str, Any]) -> str | None:
+def skill_of(name: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The skill a tool call uses (a ``Skill`` call, or a read of a skill's SKILL.md), else None."""
     if name == "Skill":
         skill = tool_input.get("skill") or tool_input.get("command") or tool_input.get("name")
         return str(skill).lstrip("/") if skill else None
@@ -142,7 +143,7 @@ class _State:
             self.tool_calls.append(ToolCall(name, tool_input))
             if name in _SHELL_TOOLS and isinstance(tool_input.get("command"), str):
                 self.commands.append(tool_input["command"])
-            skill = None if self.custom else _skill_of(name, tool_input)
+            skill = None if self.custom else skill_of(name, tool_input)
             if skill:
                 # Decided by its tool result (_tool_results); a call without an id can never be answered.
                 if block.get("id"):

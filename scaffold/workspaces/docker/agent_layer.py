@@ -17,6 +17,7 @@ from scaffold.procs import run_process
 from scaffold.workspaces.base import InstallSpec
 from scaffold.workspaces.docker.copy_mode import first_file, tar_stream
 from scaffold.workspaces.docker.engine import file_lock, state_dir
+from scaffold.workspaces.docker.host_trust import installer_environment
 from scaffold.workspaces.docker.sessions import LABEL, OWNER
 
 __all__ = [
@@ -118,7 +119,12 @@ def _install_into(spec: InstallSpec, folder: Path, version: str) -> None:
     logs = state_dir() / "agents"
     out, err = logs / f"{folder.name}.stdout.log", logs / f"{folder.name}.stderr.log"
     result = run_process(
-        argv, cwd=partial, env=dict(os.environ), timeout=AGENT_INSTALL_TIMEOUT_S, stdout_path=out, stderr_path=err
+        argv,
+        cwd=partial,
+        env=installer_environment(),
+        timeout=AGENT_INSTALL_TIMEOUT_S,
+        stdout_path=out,
+        stderr_path=err,
     )
     if result.exit_code != 0:
         shutil.rmtree(partial, ignore_errors=True)

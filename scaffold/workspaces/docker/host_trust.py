@@ -34,6 +34,7 @@ __all__ = [
     "PROXY_NAMES",
     "ca_environment",
     "host_ca_bundle",
+    "installer_environment",
     "proxy_build_args",
 ]
 
@@ -69,6 +70,19 @@ def host_ca_bundle(
         if cert is not None and cert.is_file():
             return cert.absolute()
     return None
+
+
+def installer_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """*environ* (the process's) for npm run on this machine: node told to trust the host's bundle too
+    (``NODE_EXTRA_CA_CERTS``) when the host has one and nothing says so already. pip reads its own
+    configuration (where the bundle was found), npm does not: a host set up for a TLS-intercepting proxy
+    through pip alone would otherwise install agent CLIs only from a shell that exported the variable."""
+    env = dict(os.environ if environ is None else environ)
+    if not env.get("NODE_EXTRA_CA_CERTS"):
+        bundle = host_ca_bundle(env)
+        if bundle is not None:
+            env["NODE_EXTRA_CA_CERTS"] = str(bundle)
+    return env
 
 
 def ca_environment(path: str = HOST_CA_PATH) -> dict[str, str]:

@@ -8,6 +8,7 @@ through the :class:`ContainerHost` contract.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -15,10 +16,11 @@ from typing import Any, Final, Literal, Protocol
 from scaffold.errors import WorkspaceError
 from scaffold.process_output import ProcessResult
 from scaffold.tasks import Task
-from scaffold.workspaces.base import ValidationPolicy
+from scaffold.workspaces.base import ValidationPolicy, WorkspaceManifest
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, put_absolute
 from scaffold.workspaces.docker.exec import kill_marked, run_command
 from scaffold.workspaces.docker.keeper import Keeper
+from scaffold.workspaces.docker.manifest import container_manifest
 from scaffold.workspaces.files import HostFiles
 
 __all__ = ["ROOT", "ContainerHost", "DockerWorkspace", "Phase"]
@@ -142,6 +144,28 @@ class DockerWorkspace:
 
     def remove(self, rel: str) -> None:
         self.files.remove(rel)
+
+    def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+        """Listed in the container (scaffold.workspaces.docker.manifest, one exec: ~0.1 s), except a
+        bind-mounted folder when this machine's user is root: only root surely reads every file the
+        container's root made there (0600 files, 0700 folders), and then the host walk says the same."""
+        if isinstance(self.files, HostFiles) and os.geteuid() == 0:
+            return self.files.manifest(exclude, limit)
+        if self.container is None:
+            raise WorkspaceError(f"the workspace {self.host_path} has no container (already destroyed?)")
+        if isinstance(self.files, ContainerFiles):
+            self.files.flush()
+        return container_manifest(self._host.api, self.container.id, self._root, exclude, limit)
+
+    def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
+        found = self.files.read_files(paths, limit)
+        missing = [rel for rel in paths if rel not in found]
+        if missing and isinstance(self.files, HostFiles) and self.container is not None:
+            # Bind mode: what this machine's user cannot read (the container's root made it 0600) comes
+            # through the engine instead.
+            engine = ContainerFiles(self._host.api, lambda: self.container_id or "", self._root, self.host_path)
+            found.update(engine.read_files(missing, limit))
+        return found
 
     def begin_validation(self, policy: ValidationPolicy) -> None:
         """End the agent's phase as *policy* says (scaffold.workspaces.base.ValidationPolicy)."""

@@ -95,7 +95,11 @@ def test_verdict_comes_first_then_every_section() -> None:
     assert positions == sorted(positions)
     verdicts = text[positions[0] : positions[1]]
     assert "SKILL_A" in verdicts and "improvement" in verdicts
-    assert len(page.all("svg", role="img")) == 3 + 1 + len(build_dims())  # verdict, 2 levels, cost, dimensions
+    # verdict, 2 levels, cost, and the dimensions with a difference to chart: skill_invocation is N/A for
+    # CONTROL (it installs no skill), so it gets one line instead of an empty axis.
+    assert "skill_invocation" in build_dims()
+    assert len(page.all("svg", role="img")) == 3 + 1 + len(build_dims()) - 1
+    assert "<strong>skill_invocation</strong>: not compared: CONTROL has no score" in text
 
 
 def build_dims() -> tuple[str, ...]:
@@ -287,3 +291,14 @@ def test_the_verdict_shows_tasks_and_trials_needed_and_the_exclusion_bounds() ->
     assert "counted as failures of SKILL and passes of CONTROL: no significant difference" in page
     spread = suite({"CONTROL": tasks(6, "PF"), "SKILL": tasks(3, "PP") | {"t3": "FF", "t4": "PF", "t5": "PP"}})
     assert re.search(r">\d+ tasks; \d+ trials per treatment on one task</td>", render_html(build_analysis(spread)))
+
+
+def test_each_trial_says_how_many_files_the_agent_changed() -> None:
+    records = trial_set(2, ("CONTROL", "SKILL"), 2, lambda task, treatment, trial: "passed")
+    records[0] = changed(records[0], changes={"added": 2, "modified": 1, "deleted": 0})
+    page = Page(render_html(analysis_of(records)))
+    transcripts = [a for a in page.all("a") if a["href"].endswith("/transcript.html")]
+    assert len(transcripts) == len(records)
+    assert [a.get("title", "") for a in transcripts].count("3 file(s) changed") == 1
+    names = [s for s in page.all("span", **{"class": "name"}) if "changed by the agent" in s.get("title", "")]
+    assert len(names) == 1 and names[0]["title"].endswith("; 3 file(s) changed by the agent")

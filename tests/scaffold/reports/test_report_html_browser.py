@@ -7,6 +7,7 @@ Docker with COMET_REQUIRE_DOCKER.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import struct
@@ -22,7 +23,7 @@ from scaffold.reports.html import render_html
 from scaffold.reports.svg import ERROR_BAR, MARK
 from tests.support.png import Image, read_png
 from tests.support.records import changed, judge_info, judged
-from tests.support.report_html import LAYOUT_TREATMENTS, analysis_of, layout_outcome, trial_set
+from tests.support.report_html import LAYOUT_TREATMENTS, analysis_of, first_look, layout_outcome, trial_set
 
 CHROMIUM = Path("/usr/bin/chromium")
 WINDOW = (1300, 3000)  # tall enough for the verdict, comparison, cost and first dimension charts
@@ -186,6 +187,156 @@ def test_rendered_dom_has_the_judge_section(chromium: Path, tmp_path: Path) -> N
     assert section.count("<td>output_quality</td>") == treatments
     assert '<table class="data judge-cost">' in section and '<table class="data judge-calibration">' in section
     assert '<a href="#judge">LLM judge</a>' in dom
+
+
+# --- report.html as a new user first saw it (issue 16) ---------------------------------------------------
+
+WIDE = (1900, 2400)
+AXIS = "#666666"  # svg.AXIS: every chart's axis line
+THEAD = "#f3f3f3"  # report.css.j2: table header background
+FIRST_LOOK_STREAMS = ("agent.turn-1.jsonl", "agent.turn-1.stderr.log", "agent.version.log")
+# Written into a copy of the page only: report.html itself has no script. It records each box as the
+# browser laid it out, which --dump-dom alone does not show.
+MEASURE = """<script>
+document.body.setAttribute("data-window", String(document.documentElement.clientWidth));
+for (const e of document.querySelectorAll("section, table.data, svg.chart, p.nothing")) {
+  const r = e.getBoundingClientRect();
+  e.setAttribute("data-box", [r.left, r.top + window.scrollY, r.width, r.height].map(Math.round).join(" "));
+}
+</script>"""
+
+
+def measured_dom(browser: Path, tmp_path: Path, page: Path, window: tuple[int, int]) -> str:
+    copy = tmp_path / f"measured-{page.name}"
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    return run_chromium(browser, tmp_path, copy, "--dump-dom", f"--window-size={window[0]},{window[1]}").stdout
+
+
+def box(dom: str, opening: str) -> tuple[int, int, int, int]:
+    """left, top, width, height of the element whose start tag begins with *opening*."""
+    tag = re.search(re.escape(opening) + r'[^>]*data-box="(-?\d+) (-?\d+) (\d+) (\d+)"', dom)
+    assert tag is not None, f"{opening!r} not measured"
+    left, top, width, height = map(int, tag.groups())
+    return left, top, width, height
+
+
+def dom_section(dom: str, name: str) -> str:
+    start = dom.index(f'<section id="{name}"')
+    return dom[start : dom.index("</section>", start)]
+
+
+def axis_lines(image: Image, top: int, bottom: int) -> int:
+    """Horizontal runs of the axis colour at least 200 px long between rows *top* and *bottom*: one per
+    chart (interval charts draw one axis line, the scatter its L-shaped axes)."""
+    lines = 0
+    points = sorted(image.find(AXIS))
+    by_row: dict[int, list[int]] = {}
+    for x, y in points:
+        if top <= y <= bottom:
+            by_row.setdefault(y, []).append(x)
+    previous = -2
+    for y in sorted(by_row):
+        xs = sorted(by_row[y])
+        run = best = 1
+        for a, b in itertools.pairwise(xs):
+            run = run + 1 if b == a + 1 else 1
+            best = max(best, run)
+        if best >= 200:
+            lines += y != previous + 1  # a 2 px line is one line
+            previous = y
+    return lines
+
+
+@pytest.fixture(scope="module")
+def first_look_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("first-look") / "report.html"
+    page = render_html(analysis_of(first_look(), streams=FIRST_LOOK_STREAMS))
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+@pytest.mark.browser
+def test_a_wide_window_is_used_by_the_page(chromium: Path, report: Path, tmp_path: Path) -> None:
+    dom = measured_dom(chromium, tmp_path, report, WIDE)
+    window = int(re.search(r'data-window="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    assert window == WIDE[0]
+    for name in ("verdict", "comparison", "matrix", "spend", "quality", "failures", "trials"):
+        left, _, width, _ = box(dom, f'<section id="{name}"')
+        assert width >= 0.9 * window and left + width >= 0.95 * window, (name, left, width)
+    for table in ('<table class="data verdicts"', '<table class="data trials"'):
+        assert box(dom, table)[2] >= 0.9 * window, table
+    # The two level charts sit side by side, each drawn larger than its natural 720 px.
+    pass_rate, score = (
+        box(dom, '<svg role="img" class="chart" id="chart-pass-rate"'),
+        box(dom, '<svg role="img" class="chart" id="chart-score"'),
+    )
+    assert pass_rate[1] == score[1] and score[0] > pass_rate[0] + pass_rate[2]
+    assert min(pass_rate[2], score[2]) > 720
+
+    shot = tmp_path / "wide.png"
+    run_chromium(chromium, tmp_path, report, f"--screenshot={shot}", f"--window-size={WIDE[0]},{WIDE[1]}")
+    image = read_png(shot)
+    # Table headers (their grey background) reach close to the right edge of the window.
+    assert max(x for x, _ in image.find(THEAD)) >= 0.95 * WIDE[0]
+
+
+@pytest.mark.browser
+def test_the_first_look_defects_are_gone_in_the_browser(chromium: Path, first_look_page: Path, tmp_path: Path) -> None:
+    dom = measured_dom(chromium, tmp_path, first_look_page, WIDE)
+    shot = tmp_path / "first-look.png"
+    run_chromium(chromium, tmp_path, first_look_page, f"--screenshot={shot}", f"--window-size={WIDE[0]},{WIDE[1]}")
+    image = read_png(shot)
+
+    # 2. Cost against quality with nothing to plot: one line, no chart.
+    cost = dom_section(dom, "cost")
+    assert "<svg" not in cost and "no data to plot" not in dom
+    assert "Nothing to plot: no treatment has both a mean cost per trial and a pass rate" in cost
+    _, top, _, height = box(dom, '<section id="cost"')
+    assert height < 120
+    assert axis_lines(image, top, top + height) == 0
+
+    # 3. skill_invocation, N/A in every trial: one line, no chart (the completion chart stays).
+    dims = dom_section(dom, "dimensions")
+    assert dims.count('<svg role="img"') == 1 and 'id="chart-dim-0"' in dims
+    assert "<strong>skill_invocation</strong>: not applicable: no trial has a score (N/A in every trial)" in dims
+    _, top, _, height = box(dom, '<section id="dimensions"')
+    assert top + height < WIDE[1], "the window must show the whole section"
+    assert axis_lines(image, top, top + height) == 1
+
+    # 4. No p is Monte Carlo (3 tasks): no footnote about it.
+    assert "(MC)" not in dom and "random sign patterns" not in dom
+
+    # 5. The k note names the ks whose columns are shown.
+    comparison = dom_section(dom, "comparison")
+    assert re.findall(r'<th scope="col">pass@(\d+)</th>', comparison) == ["1", "2"]
+    assert "k limited to 1, 2 (asked up to 10" in comparison and "at most" not in comparison
+
+    # 6. Every trial: its transcript first, then its record and its streams by name.
+    trials = dom_section(dom, "trials")
+    entries = re.findall(r'<span class="trial"><span class="name"[^>]*>[^<]*</span>(.*?)</span>', trials)
+    assert len(entries) == 18
+    for links in entries:
+        texts = re.findall(r">([^<]+)</a>", links)
+        assert texts == ["transcript", "record", "turn 1", "turn 1 stderr", "version"]
+        assert re.findall(r'href="([^"]+)"', links)[0].endswith("/transcript.html")
+    assert "stream" not in trials
+
+    # 7. Failure-cause rows start with the treatment; no cell starts with a dash.
+    failures = dom_section(dom, "failures")
+    rows = re.findall(r"<tr>(<td.*?)</tr>", failures)
+    assert len(rows) == 3
+    for row in rows:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in row.split("</td>") if c]
+        assert cells[0] in ("CONTROL", "SKILL") and not any(c.startswith(("-", "–", "—")) for c in cells), row
+
+
+@pytest.mark.browser
+def test_the_monte_carlo_footnote_shows_when_a_p_is_monte_carlo(chromium: Path, tmp_path: Path) -> None:
+    page = tmp_path / "many.html"
+    page.write_text(render_html(analysis_of(first_look(tasks=20))), encoding="utf-8")
+    verdict = dom_section(run_chromium(chromium, tmp_path, page, "--dump-dom").stdout, "verdict")
+    assert re.search(r'<td class="n">[\d.e-]+ \(MC\)</td>', verdict)
+    assert "p marked (MC) comes\nfrom 20,000 random sign patterns" in verdict
 
 
 def write_png(path: Path, width: int, height: int, rows: list[bytes], filters: list[int]) -> None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,6 +21,7 @@ import pytest
 
 from scaffold.cli import main
 from scaffold.errors import GenerationError
+from scaffold.experiment import PROGRESS_FILE
 from scaffold.record_files import write_record
 from scaffold.skill_eval import command
 from scaffold.skill_eval.command import EXIT_NO_ANSWER, EXIT_OK, plan_eval
@@ -193,26 +196,47 @@ def test_progress_lines_and_the_live_line(tmp_path: Path) -> None:
     progress = Progress(terminal, 2, tmp_path)
     node = "local/tests/test_tasks.py::test_task[writes-summary-CONTROL-r1]"
     progress.pytest_runtest_logstart(node, None)
-    started = progress._running[node]
-    assert progress.live_line(started).startswith("running 1: writes-summary-CONTROL-r1 0:00  [")
+    assert progress.live_line() == ""  # no trial has a progress file yet
     trial = tmp_path / "trials" / "writes-summary-CONTROL-r1"
     trial.mkdir(parents=True)
-    (trial / "agent.turn-1.jsonl").write_text('{"type":"system"}\n{"type":"assistant"}\n{"type":"assistant"}\n')
-    line = progress.live_line(started + 65)
-    assert line.startswith("running 1: writes-summary-CONTROL-r1 1:05 (2 turns)  [")
+    started = datetime.now(UTC) - timedelta(seconds=65)
+    progress_file = {"case_id": "writes-summary-CONTROL-r1", "phase": "agent", "turn": 2}
+    progress_file |= {"started_at": started.isoformat(), "updated_at": datetime.now(UTC).isoformat()}
+    (trial / PROGRESS_FILE).write_text(json.dumps(progress_file))
+    # The live line is the experiment's status line (scaffold.status), the one pytest sessions show.
+    assert progress.live_line().startswith("done 0 | running 1 | elapsed ? | ETA ? | spent n/a | ")
+    assert progress.live_line().endswith("writes-summary-CONTROL-r1 agent t2 1:05")
+    assert progress.live is not None
+    progress.live.draw()
     report = SimpleNamespace(
         when="call",
         nodeid=node,
         failed=False,
+        skipped=False,
         duration=0.0,
-        user_properties=[("comet_verdict", "failed"), ("comet_weighted_score", 0.5)],
+        user_properties=[
+            ("comet_case", "writes-summary-CONTROL-r1"),
+            ("comet_verdict", "failed"),
+            ("comet_weighted_score", 0.5),
+        ],
     )
     progress.pytest_runtest_logreport(report)
     text = terminal.getvalue()
     assert "\r\x1b[K[1/2] writes-summary-CONTROL-r1: failed  score 0.50  " in text  # the live line cleared first
-    assert progress.live_line(started + 70) == ""  # nothing runs any more
     plain = io.StringIO()
     quiet = Progress(plain, 1, tmp_path)
+    assert quiet.live is None
     quiet.pytest_runtest_logstart(node, None)
     quiet.pytest_runtest_logreport(report)
-    assert "\x1b" not in plain.getvalue()  # not a terminal: the finished lines only
+    skipped = SimpleNamespace(
+        when="setup",
+        nodeid="x",
+        failed=False,
+        skipped=True,
+        duration=0.0,
+        user_properties=[("comet_case", "other-CONTROL-r1"), ("comet_not_run", "--max-trials 1 reached")],
+    )
+    quiet.pytest_runtest_logreport(skipped)
+    assert quiet.not_run == 1 and quiet.invalid == 0
+    assert plain.getvalue().splitlines()[-1] == "[2/1] other-CONTROL-r1: not run: --max-trials 1 reached"
+    assert "\x1b" not in plain.getvalue() and "\r" not in plain.getvalue()  # not a terminal: the finished lines only

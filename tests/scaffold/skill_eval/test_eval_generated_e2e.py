@@ -103,12 +103,22 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+# Both agents locally, Claude Code on Docker too: generation and reuse are the same code for every agent
+# and backend, and the Codex CLI on Docker is proven by tests/scaffold/agents/test_e2e_agents.py (the fourth
+# combination cost a minute of CI for nothing new).
 @pytest.mark.parametrize(
-    "agent,script", [("claude-code", "claude-eval-generated.yaml"), ("codex", "codex-eval-generated.yaml")]
+    "backend,agent,script",
+    [
+        ("local", "claude-code", "claude-eval-generated.yaml"),
+        ("docker", "claude-code", "claude-eval-generated.yaml"),
+        ("local", "codex", "codex-eval-generated.yaml"),
+    ],
 )
 def test_generates_runs_and_reuses(
-    make_eval: Callable[[str, str], Eval], backend: str, agent: str, script: str
+    make_eval: Callable[[str, str], Eval], request: pytest.FixtureRequest, backend: str, agent: str, script: str
 ) -> None:
+    if backend == "docker":
+        request.getfixturevalue("docker_base_image")  # skips without an engine, fails in CI
     ev = make_eval(agent, script)
     rc, out, requests = ev.run("--backend", backend)
     assert rc == 0, out

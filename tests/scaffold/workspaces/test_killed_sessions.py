@@ -312,3 +312,18 @@ def test_destroying_a_workspace_ends_what_its_agent_left_running(factory: TaskFa
     finally:
         kill_all(processes(with_token(token)))
         backend.close()
+
+
+def test_the_supervisor_starts_with_the_standard_library_only(tmp_path: Path) -> None:
+    # It runs as `python -S` (no site-packages): a module on its import chain that reaches a third-party
+    # package would make it die at once, silently, and a killed harness would leave its agents running.
+    package_parent = str(Path(__file__).resolve().parents[3])
+    result = subprocess.run(
+        [sys.executable, "-S", "-c", "import scaffold.workspaces.supervisor"],
+        env={"PATH": os.environ.get("PATH", os.defpath), "PYTHONPATH": package_parent},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr

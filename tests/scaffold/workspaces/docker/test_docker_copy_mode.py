@@ -127,6 +127,9 @@ class LookingAgent:
         self.listing = ""
         self.host_folder_during_run: bool | None = None
 
+    def redact(self, text: str) -> str:
+        return text
+
     def run(self, workspace: Workspace, request: AgentRequest) -> Trajectory:
         script = (
             "ls -A; mkdir -p deep/er; echo nested > deep/er/n.txt; chmod 755 deep/er/n.txt; "

@@ -20,6 +20,7 @@ from scaffold.workspaces.docker.host_trust import (
     HOST_CA_PATH,
     ca_environment,
     host_ca_bundle,
+    installer_environment,
     proxy_build_args,
 )
 
@@ -164,6 +165,16 @@ def test_the_host_bundle_is_found_in_order(tmp_path: Path) -> None:
     assert host_ca_bundle({"COMET_CA_BUNDLE": str(other), "PIP_CERT": str(bundle)}, pip_configs=[]) == other
     assert host_ca_bundle({"COMET_CA_BUNDLE": "none", "PIP_CERT": str(bundle)}, pip_configs=[pip_conf]) is None
     assert host_ca_bundle({"PIP_CERT": str(tmp_path / "gone.pem")}, pip_configs=[]) is None  # only files count
+
+
+def test_npm_on_this_machine_trusts_the_bundle_pip_was_configured_with(tmp_path: Path) -> None:
+    bundle = tmp_path / "corp.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    env = installer_environment({"PIP_CERT": str(bundle), "PATH": "/usr/bin"})
+    assert env == {"PIP_CERT": str(bundle), "PATH": "/usr/bin", "NODE_EXTRA_CA_CERTS": str(bundle)}
+    mine = {"PIP_CERT": str(bundle), "NODE_EXTRA_CA_CERTS": "/mine.pem"}
+    assert installer_environment(mine) == mine  # what the user set stays
+    assert "NODE_EXTRA_CA_CERTS" not in installer_environment({"COMET_CA_BUNDLE": "none", "PIP_CERT": str(bundle)})
 
 
 def test_the_environment_for_a_container_and_the_proxies_for_a_build() -> None:

@@ -1,0 +1,208 @@
+"""A running trial's progress file (``progress.json`` in its folder): its phase, its agent's turn so far and
+the cost reported so far, rewritten atomically on each phase change and each new model turn, so
+``comet status`` and the live status line can read it from any process (pytest-xdist workers, CI shards).
+
+It holds figures only: ids, names, times and counts, never a prompt, a stream's text or a credential.
+The turn count is a display hint read from the agent's raw streams while they are written (the record's
+trajectory is the figure reports use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from scaffold.atomic import write_json_atomic
+from scaffold.cases import Case
+
+__all__ = ["PHASES", "Phase", "StreamTurns", "TrialProgress", "read_progress"]
+
+Phase = Literal["workspace", "agent", "validation", "scoring", "judge", "done"]
+PHASES: Final[tuple[Phase, ...]] = ("workspace", "agent", "validation", "scoring", "judge", "done")
+SCHEMA_VERSION: Final = 1
+WATCH_INTERVAL_S: Final = 1.0
+FIRST_WRITE_S: Final = 0.5
+"""A trial's progress file is first written once it has run this long: the five writes of a trial that
+takes a tenth of a second (the oracle, locally) were most of what the harness added to it, and nobody
+watches a trial that short (``comet status`` counts it when its record appears)."""
+_TURN_FILE = re.compile(r"^agent\.turn-(\d+)\.jsonl$")
+
+
+class StreamTurns:
+    """The model turns and the cost in a trial folder's agent streams (``agent.turn-N.jsonl``), read
+    incrementally: each call reads only what was appended since the last one.
+
+    A model turn is a top-level assistant message (distinct message ids: Claude Code prints one event per
+    content block) or a completed Codex turn; the cost is each stream's last ``total_cost_usd``, summed
+    over the conversation's turns, as the trajectory counts it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._offsets: dict[Path, int] = {}
+        self._partial: dict[Path, bytes] = {}
+        self._ids: set[str] = set()
+        self._anonymous = 0
+        self._costs: dict[Path, float] = {}
+        self.conversation_turn = 0
+
+    @property
+    def turns(self) -> int:
+        return len(self._ids) + self._anonymous
+
+    @property
+    def cost_usd(self) -> float | None:
+        return round(sum(self._costs.values()), 6) if self._costs else None
+
+    def update(self) -> bool:
+        """Read what the streams gained; True when a figure changed."""
+        before = (self.turns, self.cost_usd, self.conversation_turn)
+        try:
+            names = sorted(p for p in self.folder.iterdir() if _TURN_FILE.match(p.name))
+        except OSError:
+            return False
+        for path in names:
+            match = _TURN_FILE.match(path.name)
+            assert match is not None
+            self.conversation_turn = max(self.conversation_turn, int(match.group(1)))
+            self._read(path)
+        return (self.turns, self.cost_usd, self.conversation_turn) != before
+
+    def _read(self, path: Path) -> None:
+        offset = self._offsets.get(path, 0)
+        try:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+        except OSError:
+            return
+        if not chunk:
+            return
+        self._offsets[path] = offset + len(chunk)
+        lines = (self._partial.pop(path, b"") + chunk).split(b"\n")
+        if lines[-1]:
+            self._partial[path] = lines[-1]  # a line still being written: completed by a later read
+        for line in lines[:-1]:
+            self._line(path, line)
+
+    def _line(self, path: Path, line: bytes) -> None:
+        # Cheap byte tests first: most lines are tool results, which can be large and never count.
+        if b"assistant" not in line and b"turn.completed" not in line and b"total_cost_usd" not in line:
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "assistant" and event.get("parent_tool_use_id") is None:
+            message = event.get("message")
+            if isinstance(message, dict) and message.get("model") != "<synthetic>":
+                if message.get("id"):
+                    self._ids.add(f"{path.name}:{message['id']}")
+                else:
+                    self._anonymous += 1
+        elif kind == "turn.completed":
+            self._anonymous += 1
+        cost = event.get("total_cost_usd")
+        if kind == "result" and isinstance(cost, int | float) and not isinstance(cost, bool):
+            self._costs[path] = float(cost)
+
+
+class TrialProgress:
+    """The progress file of one trial: :meth:`phase` at each phase boundary, :meth:`watching` around the
+    agent (a background thread counting turns), :meth:`remove` once the record is written or the trial
+    is abandoned. Writing it never fails the trial: it is a view, not a result."""
+
+    def __init__(self, path: Path, case: Case, worker: str, clock: Callable[[], datetime]) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._born = time.monotonic()
+        self._written = False
+        self._data: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "case_id": case.id,
+            "task": case.task,
+            "treatment": case.treatment,
+            "trial": case.trial,
+            "worker": worker,
+            "phase": None,
+            "started_at": clock().isoformat(),
+            "updated_at": None,
+            "turn": 0,
+            "conversation_turn": 0,
+            "cost_usd": None,
+        }
+
+    def phase(self, name: Phase) -> None:
+        """Enter phase *name* (no write when it is the current one)."""
+        with self._lock:
+            if self._data["phase"] == name:
+                return
+            self._data["phase"] = name
+            self._write()
+
+    @contextlib.contextmanager
+    def watching(self, folder: Path, interval_s: float = WATCH_INTERVAL_S) -> Iterator[None]:
+        """While the body runs (the agent), count its turns in *folder*'s streams about every *interval_s*
+        and rewrite the file when the count changed; the thread has stopped when this returns."""
+        streams = StreamTurns(folder)
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(interval_s):
+                self._turns(streams)
+                with self._lock:
+                    if not self._written:
+                        self._write()  # the first look of a trial that outlived FIRST_WRITE_S
+
+        thread = threading.Thread(target=watch, name="comet-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self._turns(streams)  # the last turn, which may have ended between two looks
+
+    def _turns(self, streams: StreamTurns) -> None:
+        if not streams.update():
+            return
+        with self._lock:
+            self._data["turn"] = streams.turns
+            self._data["conversation_turn"] = streams.conversation_turn
+            self._data["cost_usd"] = streams.cost_usd
+            self._write()
+
+    def remove(self) -> None:
+        with self._lock, contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
+
+    def _write(self) -> None:
+        if not self._written and time.monotonic() - self._born < FIRST_WRITE_S:
+            return  # kept in memory: the next write (or the watcher's next look) carries it
+        self._written = True
+        self._data["updated_at"] = self._clock().isoformat()
+        with contextlib.suppress(OSError):  # a full disk must not fail the trial over a view
+            # A view, rewritten often and removed at the end: never half a file, but not worth a flush
+            # to the disk (two fsyncs a write were most of a local trial's added time).
+            write_json_atomic(self.path, self._data, durable=False)
+
+
+def read_progress(path: Path) -> dict[str, Any] | None:
+    """A progress file's content, None when it is missing or not one (being replaced, damaged)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("case_id"), str):
+        return None
+    return data

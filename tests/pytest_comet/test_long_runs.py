@@ -1,0 +1,246 @@
+"""Long runs end to end, in real pytest sessions: the live status line on a pseudo-terminal and its
+absence in a pipe, ``comet status`` polled during a pytest-xdist run, and the budgets (--max-trials,
+--max-cost) with their resume."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from scaffold.cli import main
+from tests.support.factories import REPO, TaskFactory
+
+FAKE = REPO / "tests" / "data" / "fake_agent.py"
+ESCAPE = re.compile(r"\x1b\[")
+
+
+def four_tasks(suite: TaskFactory, *, sleep: float = 0.0) -> None:
+    suite.treatments("common.yaml", {"CONTROL": {"description": "baseline", "skills": []}})
+    for name in ("a", "b", "c", "d"):
+        suite.task(name, solve=f"sleep {sleep}\necho done > out.txt\n")
+
+
+def experiment(pytester: pytest.Pytester, name: str) -> Path:
+    return pytester.path / "local" / "logs" / "experiments" / name
+
+
+def pytest_argv(pytester: pytest.Pytester, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        f"--workspace-root={pytester.path / 'ws'}",
+        *args,
+    ]
+
+
+def run_on_pty(argv: list[str], cwd: Path, timeout_s: float = 300) -> tuple[int, str]:
+    """Run *argv* with a pseudo-terminal as its stdout and stderr: its exit status and all it wrote."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its terminal is the pty
+        os.chdir(cwd)
+        os.environ["COLUMNS"] = "200"
+        os.execv(argv[0], argv)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal (EIO)
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), b"".join(chunks).decode("utf-8", "replace")
+
+
+def status_json(*args: str) -> dict[str, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["status", *args, "--json"]) == 0
+    return dict(json.loads(out.getvalue()))
+
+
+@pytest.mark.slow
+def test_live_line_on_a_terminal_and_plain_lines_in_a_pipe(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite, sleep=2.5)
+    code, shown = run_on_pty(pytest_argv(pytester, "--experiment-id=tty"), pytester.path)
+    assert code == 0, shown
+    # Redrawn at the end of pytest's line, after its dots, and cleared before each of pytest's writes.
+    assert re.search(r"\r(\x1b\[\d+C)?\x1b\[K done \d/4 \| running 1 \| queued \d \| elapsed \d:\d\d \| ETA ", shown)
+    assert re.search(r"[a-d]-CONTROL-r1 agent( t\d+)? \d:\d\d", shown)  # each running trial, with its phase
+    assert "4 passed" in shown
+    # pytest's own text is intact: the dots and the summary are all there, in order, once the line is gone.
+    visible = re.sub(r"\x1b\[[0-9;]*m", "", re.sub(r"\r(\x1b\[\d+C)?\x1b\[K( [^\r]*)?", "", shown))
+    assert re.search(r"\r\nlocal/tests/test_tasks\.py \.\.\.\. +\[100%\]\r\n", visible)
+    assert "\x1b" not in visible and "\r\ntrials: 4 passed\r\n" in visible
+
+    piped = subprocess.run(
+        pytest_argv(pytester, "--experiment-id=pipe", "--task=a,b"),
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stdout + piped.stderr
+    assert "\r" not in piped.stdout and not ESCAPE.search(piped.stdout)
+    lines = [line for line in piped.stdout.splitlines() if re.match(r"\[\d/2\] ", line)]
+    assert [line.split(":")[0] for line in lines] == [f"[{i}/2] {n}-CONTROL-r1" for i, n in enumerate("ab", 1)]
+    assert all(re.fullmatch(r"\[\d/2\] [ab]-CONTROL-r1: passed  score 1\.00  \d+ s", line) for line in lines)
+
+
+def test_no_live_line_with_capture_off_even_on_a_terminal(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite)
+    code, shown = run_on_pty(pytest_argv(pytester, "--experiment-id=s", "-s", "--task=a,b"), pytester.path)
+    assert code == 0, shown
+    assert "running 1" not in shown  # -s: a trial's output could interleave with the line
+    assert re.search(r"\[1/2\] a-CONTROL-r1: passed", shown)
+
+
+@pytest.mark.slow
+def test_comet_status_during_an_xdist_run(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite, sleep=4)
+    folder = experiment(pytester, "xd")
+    run = subprocess.Popen(
+        pytest_argv(pytester, "-n", "2", "--experiment-id=xd", "-q"),
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    seen: list[dict[str, Any]] = []
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and run.poll() is None:
+            if (folder / "plan.json").is_file():
+                seen.append(status_json(str(folder)))
+                if seen[-1]["running"]:
+                    break
+            time.sleep(0.3)
+        output, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 0, output
+    running = next(s for s in seen if s["running"])
+    assert running["planned"] == 4 and not running["finished"]
+    assert running["done"] + running["running"] + running["queued"] == 4
+    trial = running["trials"][0]
+    assert trial["case_id"] in {f"{n}-CONTROL-r1" for n in "abcd"}
+    assert trial["phase"] in {"workspace", "agent", "validation", "scoring", "done"}
+    assert trial["worker"] in {"gw0", "gw1"}
+    # By experiment id under --logs-dir, as comet report's users would say it; and the run is over.
+    final = status_json("xd", "--logs-dir", str(pytester.path / "local" / "logs"))
+    assert final["finished"] and final["done"] == 4 and final["running"] == 0 and final["queued"] == 0
+    assert final["verdicts"] == {"passed": 4}
+    assert not list(folder.glob("trials/*/progress.json"))  # every record written, every progress file gone
+
+
+def test_max_trials_stops_starting_and_resume_runs_the_rest(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite)
+    first = pytester.runpytest_subprocess(
+        f"--workspace-root={pytester.path / 'ws'}", "--experiment-id=b", "--max-trials=2"
+    )
+    first.assert_outcomes(passed=2, skipped=2)
+    assert first.ret == 0  # the exit status answers for what ran
+    folder = experiment(pytester, "b")
+    assert sorted(p.parent.name for p in folder.glob("trials/*/record.json")) == ["a-CONTROL-r1", "b-CONTROL-r1"]
+    first.stdout.fnmatch_lines(
+        [
+            "*c-CONTROL-r1: not run: --max-trials 2 reached (2 trial(s) started)*",
+            "budget: --max-trials 2 reached (2 trial(s) started): 2 trial(s) not run: c-CONTROL-r1, d-CONTROL-r1",
+            "budget: resume with --experiment-id b to run them*",
+        ]
+    )
+    summary = (folder / "summary.md").read_text()
+    assert "## Not run (budget)" in summary and "- c-CONTROL-r1\n- d-CONTROL-r1\n" in summary
+    status = status_json(str(folder))
+    assert status["not_run"] == ["c-CONTROL-r1", "d-CONTROL-r1"] and status["finished"]
+    assert status["stopped"] == ["--max-trials 2 reached (2 trial(s) started)"]
+
+    again = pytester.runpytest_subprocess(
+        f"--workspace-root={pytester.path / 'ws'}", "--experiment-id=b", "--max-trials=2"
+    )
+    again.assert_outcomes(passed=4)  # two resumed (they start nothing) and the two not run before
+    again.stdout.fnmatch_lines(["trials: 4 passed (2 from earlier runs of this experiment)"])
+    assert "Not run" not in (folder / "summary.md").read_text()
+    assert status_json(str(folder))["not_run"] == []
+
+
+def test_max_trials_is_shared_by_xdist_workers(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite, sleep=0.5)
+    result = pytester.runpytest_subprocess(
+        f"--workspace-root={pytester.path / 'ws'}", "-n", "2", "--experiment-id=xb", "--max-trials=3", "-q"
+    )
+    result.assert_outcomes(passed=3, skipped=1)
+    assert len(list(experiment(pytester, "xb").glob("trials/*/record.json"))) == 3
+
+
+def test_max_cost_with_an_agent_that_reports_its_cost(
+    pytester: pytest.Pytester, suite: TaskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapters = pytester.path / "adapters"
+    (adapters / "fake").mkdir(parents=True)
+    (adapters / "fake" / "adapter.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "comet.eval.agent/v1alpha1",
+                "kind": "EvalAgentAdapter",
+                "metadata": {"id": "fake", "version": "1.0.0"},
+                "runtime": {"executable": str(FAKE), "install": {"kind": "none"}},
+                "credentials": ["FAKE_API_KEY"],
+                "capabilities": {
+                    "singleTurn": True,
+                    "resume": True,
+                    "structuredEvents": True,
+                    "skillInvocationEvidence": True,
+                },
+            }
+        )
+    )
+    monkeypatch.setenv("COMET_EVAL_ADAPTERS_DIR", str(adapters))
+    monkeypatch.setenv("COMET_EVAL_HOME", str(pytester.path / "home"))
+    monkeypatch.setenv("FAKE_API_KEY", "fake-key-0123456789")
+    suite.treatments("common.yaml", {"CONTROL": {"description": "baseline", "skills": []}})
+    plan = json.dumps([{"write": {"out.txt": "done\n"}}])  # each trial's agent reports $0.01
+    for name in ("a", "b", "c", "d"):
+        suite.task(name, files={".fake-agent.json": plan})
+    args = (f"--workspace-root={pytester.path / 'ws'}", "--agent=fake", "--experiment-id=c")
+    result = pytester.runpytest_subprocess(*args, "--max-cost=0.015")
+    # a starts at $0, b at $0.01 (below the limit), c at $0.02: refused, and so is d.
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines(["*c-CONTROL-r1: not run: --max-cost 0.015 reached ($0.02 spent)*"])
+    folder = experiment(pytester, "c")
+    status = status_json(str(folder))
+    assert status["spent_usd"] == pytest.approx(0.02)
+    assert status["not_run"] == ["c-CONTROL-r1", "d-CONTROL-r1"]
+    resumed = pytester.runpytest_subprocess(*args, "--max-cost=0.015")
+    resumed.assert_outcomes(passed=4)  # a new session, a new count: c and d run, the others are resumed
+    assert status_json(str(folder))["spent_usd"] == pytest.approx(0.04)
+
+
+def test_negative_limits_are_usage_errors(pytester: pytest.Pytester, suite: TaskFactory) -> None:
+    four_tasks(suite)
+    result = pytester.runpytest_subprocess(f"--workspace-root={pytester.path / 'ws'}", "--comet-max-trials=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--max-trials=-1: must be 0 or more*"])
