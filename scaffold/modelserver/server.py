@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
-from scaffold.errors import CometError
-from scaffold.httpserve import TrackedHandler, TrackedHTTPServer
+from scaffold.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 from scaffold.modelserver import anthropic, openai
 from scaffold.modelserver.script import Answer, Script, load_script, parse_script, plan_answer
 
@@ -55,13 +51,15 @@ def _error(status: int, kind: str, message: str) -> _Reply:
     return _Reply(status, anthropic.error_body(kind, message))
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(LocalServer):
     """Answers Anthropic Messages and OpenAI Responses requests from a :class:`Script`.
 
     ``with ScriptedModelServer(script) as server:`` starts it on a background thread; ``server.url``
     is its base URL and ``server.requests`` every request so far (also appended, one JSON line each,
     to *log_path* when given). *script* is a Script, a mapping of script data, or a YAML file path.
     """
+
+    kind = "scripted model server"
 
     def __init__(
         self,
@@ -83,78 +81,14 @@ class ScriptedModelServer:
         # Calls answered with a scripted error so far, per (route, conversation, turn): bounds ``times``.
         self._errors_sent: dict[tuple[str, int | None, int | None], int] = {}
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # --- lifecycle ---------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """``http://HOST:PORT`` once bound (``start`` or ``serve_forever``)."""
-        if self._httpd is None:
-            raise CometError("the scripted model server is not started: use start() or a with block")
-        host, port = self._httpd.server_address[:2]
-        host = host.decode() if isinstance(host, bytes) else host
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
+    # --- the request log -----------------------------------------------------------------------------
 
     @property
     def requests(self) -> list[dict[str, Any]]:
         """A copy of the request log so far."""
         with self._lock:
             return list(self._requests)
-
-    def _bind(self) -> _HTTPServer:
-        if self._httpd is not None:
-            raise CometError("the scripted model server is already started")
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        httpd = _HTTPServer((self.host, self.port), _Handler, owner=self, family=family)
-        self._httpd = httpd
-        return httpd
-
-    def start(self) -> Self:
-        """Bind and serve on a daemon thread; returns self."""
-        httpd = self._bind()
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-model-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def serve_forever(self, ready: Callable[[str], None] | None = None) -> None:
-        """Bind and serve in this thread until interrupted; *ready* gets the URL once bound."""
-        httpd = self._bind()
-        if ready is not None:
-            ready(self.url)
-        try:
-            httpd.serve_forever(poll_interval=0.2)
-        finally:
-            self._close()
-
-    def stop(self) -> None:
-        """Stop serving, close open connections and release the port."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._close()
-
-    def _close(self) -> None:
-        httpd, self._httpd, self._thread = self._httpd, None, None
-        if httpd is not None:
-            httpd.close_connections()
-            httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -274,22 +208,9 @@ def _decode_body(raw: bytes, encoding: str) -> Any:
         raise _BodyError(400, f"the request body is not JSON: {exc}") from exc
 
 
-class _HTTPServer(TrackedHTTPServer):
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        *,
-        owner: ScriptedModelServer,
-        family: int,
-    ) -> None:
-        self.owner = owner
-        super().__init__(address, handler, family=family)
-
-
 class _Handler(TrackedHandler):
     server_version = "comet-scripted-model-server"
-    server: _HTTPServer
+    server: TrackedHTTPServer
 
     def do_GET(self) -> None:
         self._serve()
@@ -342,3 +263,6 @@ class _Handler(TrackedHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+
+ScriptedModelServer.handler = _Handler

@@ -10,19 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from scaffold.errors import CometError
-from scaffold.httpserve import TrackedHandler, TrackedHTTPServer
+from scaffold.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 from scaffold.traceserver.bodies import BodyError, Handled, inflate
 from scaffold.traceserver.failures import Failure, FailurePlan, Injected
 from scaffold.traceserver.langfuse import LangfuseState
@@ -33,11 +29,13 @@ from scaffold.traceserver.routes import route_of
 __all__ = ["REDACTED", "TraceServer"]
 
 
-class TraceServer:
+class TraceServer(LocalServer):
     """Records what the LangSmith and Langfuse SDKs send; see :mod:`scaffold.traceserver` for the views.
 
     ``with TraceServer() as server:`` serves on a background thread at ``server.url``.
     """
+
+    kind = "trace server"
 
     def __init__(
         self,
@@ -60,20 +58,8 @@ class TraceServer:
         self._requests: list[dict[str, Any]] = []
         self._secrets: set[str] = set()
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # --- the views ---------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        """``http://HOST:PORT`` once bound (``start`` or ``serve_forever``)."""
-        if self._httpd is None:
-            raise CometError("the trace server is not started: use start() or a with block")
-        host, port = self._httpd.server_address[:2]
-        host = host.decode() if isinstance(host, bytes) else host
-        shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
 
     def requests(self) -> list[dict[str, Any]]:
         """The request log so far (credentials redacted), oldest first."""
@@ -114,61 +100,11 @@ class TraceServer:
     def clear_failures(self) -> None:
         self._failures.clear()
 
-    # --- lifecycle ---------------------------------------------------------------------------------
+    # --- lifecycle (scaffold.httpserve.LocalServer) -------------------------------------------------
 
-    def _bind(self) -> _HTTPServer:
-        if self._httpd is not None:
-            raise CometError("the trace server is already started")
-        if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        httpd = _HTTPServer((self.host, self.port), _Handler, owner=self, family=family)
-        self._httpd = httpd
-        return httpd
-
-    def start(self) -> Self:
-        """Bind and serve on a daemon thread; returns self."""
-        httpd = self._bind()
-        self._thread = threading.Thread(
-            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="trace-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def serve_forever(self, ready: Callable[[str], None] | None = None) -> None:
-        """Bind and serve in this thread until interrupted; *ready* gets the URL once bound."""
-        httpd = self._bind()
-        if ready is not None:
-            ready(self.url)
-        try:
-            httpd.serve_forever(poll_interval=0.2)
-        finally:
-            self._close()
-
-    def stop(self) -> None:
-        """Stop serving, close open connections, release the port; then write ``decoded_path``."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._close()
-
-    def _close(self) -> None:
-        httpd, self._httpd, self._thread = self._httpd, None, None
-        if httpd is not None:
-            httpd.close_connections()
-            httpd.server_close()
-            if self.decoded_path is not None:
-                self.write_decoded(self.decoded_path)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def _closed(self) -> None:
+        if self.decoded_path is not None:
+            self.write_decoded(self.decoded_path)
 
     # --- requests ----------------------------------------------------------------------------------
 
@@ -260,22 +196,9 @@ def _failure_answer(status: int, raw: bytes, content_type: str, *, langfuse: boo
     return Handled(status, body, {"content_type": content_type, "bytes": len(raw)}, headers=headers)
 
 
-class _HTTPServer(TrackedHTTPServer):
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        *,
-        owner: TraceServer,
-        family: int,
-    ) -> None:
-        self.owner = owner
-        super().__init__(address, handler, family=family)
-
-
 class _Handler(TrackedHandler):
     server_version = "comet-trace-server"
-    server: _HTTPServer
+    server: TrackedHTTPServer
 
     def do_GET(self) -> None:
         self._serve()
@@ -318,3 +241,6 @@ class _Handler(TrackedHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+
+TraceServer.handler = _Handler
