@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +20,7 @@ from typing import Any, ClassVar, Self
 
 from scaffold.errors import CometError
 
-__all__ = ["LocalServer", "TrackedHTTPServer", "TrackedHandler"]
+__all__ = ["LocalServer", "TrackedHTTPServer", "TrackedHandler", "in_foreground"]
 
 
 class TrackedHTTPServer(ThreadingHTTPServer):
@@ -161,3 +162,20 @@ class LocalServer:
             httpd.close_connections()
             httpd.server_close()
             self._closed()
+
+
+def in_foreground(serve: Callable[[], None], host: str, port: int) -> int:
+    """Run a server command's *serve* (set up, then serve until interrupted): its exit status, 0 when
+    interrupted (Ctrl-C), 2 with one ``error:`` line on stderr for a bad option or file (a CometError)
+    or an address it cannot listen on."""
+    try:
+        serve()
+    except CometError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from scaffold.errors import CometError
+from scaffold.httpserve import in_foreground
 from scaffold.modelserver.script import load_script
 from scaffold.modelserver.server import ScriptedModelServer
 
@@ -36,28 +37,17 @@ def build_parser(prog: str = "python -m scaffold.modelserver") -> argparse.Argum
 def main(argv: Sequence[str] | None = None) -> int:
     """Run until interrupted; prints the base URL (one line, flushed) once listening. Returns the exit code."""
     args = build_parser().parse_args(argv)
-    try:
+
+    def serve() -> None:
         script = load_script(args.script)
         if args.latency is not None:
             if not 0 <= args.latency <= 600:
-                print("error: --latency must be between 0 and 600 seconds", file=sys.stderr)
-                return 2
+                raise CometError("--latency must be between 0 and 600 seconds")
             script = script.model_copy(update={"latency": args.latency})
         server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log)
+        server.serve_forever(lambda url: print(url, flush=True))
 
-        def ready(url: str) -> None:
-            print(url, flush=True)
-
-        server.serve_forever(ready)
-    except CometError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 0
-    return 0
+    return in_foreground(serve, args.host, args.port)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from scaffold.errors import CometError
+from scaffold.httpserve import in_foreground
 from scaffold.traceserver.failures import Failure, parse_delay, parse_failure
 from scaffold.traceserver.server import TraceServer
 
@@ -67,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve with parsed options (:func:`add_arguments`) until SIGINT or SIGTERM; 0, or 2 for a usage error."""
-    try:
+
+    def run() -> None:
         failures: list[Failure] = [parse_failure(s) for s in args.fail] + [parse_delay(s) for s in args.delay]
         server = TraceServer(
             args.host,
@@ -84,21 +85,14 @@ def serve(args: argparse.Namespace) -> int:
 
         if threading.current_thread() is not threading.main_thread():  # signals go to the main thread only
             server.serve_forever(ready)
-            return 0
+            return
         previous = signal.signal(signal.SIGTERM, _stop)
         try:
             server.serve_forever(ready)
         finally:
             signal.signal(signal.SIGTERM, previous)
-    except CometError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 0
-    return 0
+
+    return in_foreground(run, args.host, args.port)
 
 
 if __name__ == "__main__":
