@@ -5,8 +5,11 @@ local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric,
         (trials x rounds pairs). Goal: at most 5 ms added per trial (median of the pair differences).
 docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
         image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
+start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with the oracle in a fresh
+        process, against a fresh ``bash`` running the same commands (the fixed cost a user waits for).
+        Goal: at most 1.0 s. Inspect AI's local sandbox is not compared: it is not installed here.
 
-    .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both]
+    .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both|startup]
 """
 
 from __future__ import annotations
@@ -169,6 +172,97 @@ def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
     return (time.perf_counter() - start) / trials
 
 
+STARTUP_GOAL = 1.0
+# Installed here for the repository's own tests and tracing suites, not by `pip install comet-eval`: they
+# load in every pytest session of this environment (langsmith's alone costs about 0.8 s), ours or not.
+OPTIONAL_PLUGINS = ("langsmith_plugin", "hypothesispytest")
+
+
+def startup_project(root: Path, tasks: Path) -> Path:
+    """The suite of a 1-trial run: the repository's local/tests/test_tasks.py and a pytest.ini of its own."""
+    project = root / "startup"
+    (project / "tests").mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    shutil.copy(ROOT / "local" / "tests" / "test_tasks.py", project / "tests" / "test_tasks.py")
+    return project
+
+
+def startup_env() -> dict[str, str]:
+    """The environment without what would make the run unlike a user's: no bytecode switched off (this
+    machine's sessions set PYTHONDONTWRITEBYTECODE, so every run would compile everything again), no
+    extra pytest options or plugins from the caller."""
+    env = dict(os.environ)
+    for key in ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        env.pop(key, None)
+    return env
+
+
+def startup_run(project: Path, tasks: Path, n: int, extra: tuple[str, ...]) -> float:
+    """Wall seconds of one whole `pytest` process running one oracle trial of the bench task."""
+    pytest_bin = Path(sys.executable).parent / "pytest"
+    command = [str(pytest_bin)] if pytest_bin.exists() else [sys.executable, "-m", "pytest"]
+    command += ["tests", "-q", "-p", "no:cacheprovider", "-c", str(project / "pytest.ini"), "--rootdir", str(project)]
+    command += ["--tasks-dir", str(tasks), "--task", "bench", "--count", "1", "--agent", "oracle"]
+    command += ["--logs-dir", str(project / "logs"), "--experiment-id", f"startup-{n}", *extra]
+    start = time.perf_counter()
+    proc = subprocess.run(command, cwd=project, env=startup_env(), capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0 or "1 passed" not in proc.stdout:
+        raise RuntimeError(f"1-trial run failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return wall
+
+
+def startup_bare(task: Path, root: Path, n: int) -> float:
+    """Wall seconds of a fresh bash copying the environment, running solve.sh and the check in a new folder."""
+    env = bare_local_env(root)
+    ws = root / f"startup-bare-{n}"
+    script = (
+        f"set -eu; mkdir {ws}; cp -r {task}/environment/. {ws}; cd {ws}; bash {task}/solution/solve.sh;"
+        f" cp -r {task}/validation .eval-validation; {sys.executable} .eval-validation/check.py;"
+        " grep -q passed _test_results.json"
+    )
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", script], env=env, check=True)
+    wall = time.perf_counter() - start
+    shutil.rmtree(ws)
+    return wall
+
+
+def startup(tasks: Path, root: Path, rounds: int) -> None:
+    from importlib.metadata import entry_points
+
+    project = startup_project(root, tasks)
+    present = {ep.name for ep in entry_points(group="pytest11")}
+    blocked = tuple(name for name in OPTIONAL_PLUGINS if name in present)
+    runs: list[tuple[str, Callable[[int], float]]] = [
+        ("comet, as installed", lambda n: startup_run(project, tasks, n, ())),
+        ("bare bash", lambda n: startup_bare(tasks / "bench", root, n)),
+    ]
+    if blocked:
+        extra = tuple(arg for name in blocked for arg in ("-p", f"no:{name}"))
+        runs.insert(1, ("comet, optional plugins off", lambda n: startup_run(project, tasks, n, extra)))
+    for _, run in runs:
+        run(0)  # warm-up: bytecode, assertion rewriting, the templates' bytecode cache, the disk cache
+    times: dict[str, list[float]] = {label: [] for label, _ in runs}
+    for r in range(1, rounds + 1):
+        for label, run in runs:
+            times[label].append(run(r))
+        print("  round " + str(r) + ": " + "   ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+    med = {label: statistics.median(values) for label, values in times.items()}
+    main_label = "comet, optional plugins off" if blocked else "comet, as installed"
+    verdict = "PASS" if med[main_label] <= STARTUP_GOAL else "MISS"
+    print(
+        "start-up, 1-trial run (medians): "
+        + ", ".join(f"{label} {value:.2f} s" for label, value in med.items())
+        + f"; {main_label} against the goal <= {STARTUP_GOAL:.1f} s: {verdict}"
+    )
+    if blocked:
+        print(
+            f"  (optional plugins: {', '.join(blocked)}: installed for the repository's own tests, not by comet-eval)"
+        )
+    print("  Inspect AI (local sandbox): not installed here, not compared")
+
+
 def alternate(rounds: int, a: Callable[[int], float], b: Callable[[int], float]) -> tuple[list[float], list[float]]:
     xs, ys = [], []
     for r in range(rounds):
@@ -184,13 +278,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=40, help="trials per measurement (default 40)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
-    parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
+    parser.add_argument("--backend", choices=("local", "docker", "both", "startup"), default="both")
+    parser.add_argument("--startup-rounds", type=int, default=5, help="rounds of the 1-trial run (default 5)")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="comet-bench-overhead-") as tmp:
         root = Path(tmp)
         tasks = make_task(root)
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.trials} trials x {args.rounds} rounds")
+        print(f"start-up: {args.startup_rounds} rounds of alternating 1-trial runs after 1 warm-up each:")
+        startup(tasks, root, args.startup_rounds)
+        if args.backend == "startup":
+            return 0
         if args.backend in ("local", "both"):
             n = args.trials * args.rounds
             print(f"local backend (oracle) vs bare subprocess in fresh directories, {n} interleaved pairs:")

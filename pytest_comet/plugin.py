@@ -27,7 +27,7 @@ import pytest
 
 from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
-from pytest_comet.state import SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
+from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
 from scaffold.errors import CometError, InputWarning, TaskWarning
 
 if TYPE_CHECKING:
@@ -84,6 +84,28 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         metavar="REF=LOCAL",
         help="docker backend: build a Harbor task's FROM REF from the local image LOCAL instead, e.g. "
         "ubuntu:24.04=comet-eval/base:trixie; repeatable (also $COMET_IMAGE_ALIASES)",
+    )
+    add(
+        "--docker-host",
+        action="append",
+        default=[],
+        metavar="URL[*N]",
+        help="docker backend: an engine of the pool, running N trials at once (default 1), e.g. "
+        "tcp://10.0.0.5:2376*8, ssh://ci@build-1*4, unix:///run/docker.sock*2; repeatable (also "
+        "$COMET_DOCKER_HOSTS). Worker gwK runs on slot K: -n equal to the total capacity fills the pool",
+    )
+    add(
+        "--docker-pool",
+        default=None,
+        metavar="FILE",
+        help="docker backend: the pool as a TOML file of [[engines]] tables (url, capacity, tls_verify, "
+        "cert_path); adds to --docker-host (default: $COMET_DOCKER_POOL)",
+    )
+    add(
+        "--require-all-engines",
+        action="store_true",
+        default=False,
+        help="refuse to start when an engine of the pool is unreachable (default: leave it out, and say so)",
     )
     add(
         "--image-alias-file",
@@ -315,6 +337,28 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(Reporter(config), "comet-reporter")
         config.pluginmanager.register(LiveDisplay(config), "comet-live")
+        # An engine pool is asked once, here, before any worker starts: the workers get the live engines.
+        plugin_state(config).engine_report()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    report = plugin_state(config).engine_report() if not hasattr(config, "workerinput") else None
+    return report[1] if report is not None else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """An engine left out of the pool is said also under ``-q``, which hides the header."""
+    config = session.config
+    if hasattr(config, "workerinput") or config.get_verbosity() >= 0:
+        return
+    report = plugin_state(config).engine_report()
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if report is None or terminal is None:
+        return
+    for line in report[1]:
+        if "UNREACHABLE" in line:
+            terminal.write_line(f"comet: engine pool: {line.strip()}", yellow=True)
 
 
 class _XdistHooks:
@@ -329,6 +373,9 @@ class _XdistHooks:
         node.workerinput[WORKERINPUT_KEY] = plugin_state(node.config).experiment_id()
         node.workerinput[SESSION_KEY] = plugin_state(node.config).session_token()
         node.workerinput[CONTROLLER_KEY] = os.getpid()
+        live = plugin_state(node.config).live_engines()
+        if live is not None:
+            node.workerinput[ENGINES_KEY] = live
 
     @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
@@ -472,7 +519,8 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     workerinput = getattr(request.config, "workerinput", None)
     if workerinput is not None:
         _end_with_controller(workerinput.get(CONTROLLER_KEY))
-    runner = state.use(lambda: state.session.open_runner(workerinput["workerid"] if workerinput else "main"))
+    worker = workerinput["workerid"] if workerinput else "main"
+    runner = state.use(lambda: state.session.open_runner(worker, state.live_engines()))
     try:
         yield runner
     finally:
@@ -511,6 +559,7 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
             ("comet_resumed", result.resumed),
             ("comet_weighted_score", record.weighted_score),
             ("comet_record", str(result.record_path)),
+            ("comet_engine", record.workspace.engine),
         ]
     )
     observational = plugin_state(request.config).session.observes(comet_case.treatment)

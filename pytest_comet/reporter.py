@@ -26,6 +26,7 @@ a failing session into a passing one by itself: its gates still answer for what 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,8 @@ class Reporter:
         """The eval.yaml quality gates' lines for the terminal (empty: no manifest or no quality gates)."""
         self.not_run: list[tuple[str, str]] = []
         """(case id, reason) of the trials a budget kept from starting."""
+        self.engines: Counter[str] = Counter()
+        """Trials run per Docker engine (shown when a pool spread them over more than one)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
@@ -68,6 +71,8 @@ class Reporter:
             state = plugin_state(self.config)
             state.verdicts[str(props["comet_verdict"])] += 1
             state.resumed += bool(props.get("comet_resumed"))
+            if props.get("comet_engine") and not props.get("comet_resumed"):
+                self.engines[str(props["comet_engine"])] += 1
 
     @pytest.hookimpl(trylast=True)  # after other plugins have settled session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -184,6 +189,9 @@ class Reporter:
         terminalreporter.section("comet-eval")
         terminalreporter.write_line(f"trials: {counts}{resumed}")
         terminalreporter.write_line(f"experiment: {state.session.experiment().root}")
+        if len(self.engines) > 1 or state.uses_pool():
+            spread = ", ".join(f"{url}: {n}" for url, n in sorted(self.engines.items()))
+            terminalreporter.write_line(f"engines: {spread or 'no trial ran'}")
         for line in self.identities:
             terminalreporter.write_line(f"treatment {line}")
         for line in self.verdicts:

@@ -16,10 +16,11 @@ from scaffold.errors import CometError
 if TYPE_CHECKING:
     from scaffold.session import HarnessSession, Options
 
-__all__ = ["SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
+__all__ = ["ENGINES_KEY", "SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
 
 WORKERINPUT_KEY: Final = "comet_experiment_id"
 SESSION_KEY: Final = "comet_session_token"
+ENGINES_KEY: Final = "comet_live_engines"
 T = TypeVar("T")
 
 
@@ -39,6 +40,7 @@ class PluginState:
     _session: HarnessSession | None = None
     _experiment_id: str | None = None
     _token: str | None = None
+    _engines: tuple[list[str], list[str]] | None = None
 
     @property
     def session(self) -> HarnessSession:
@@ -81,6 +83,35 @@ class PluginState:
 
                 self._token = secrets.token_hex(8)
         return self._token
+
+    def uses_pool(self) -> bool:
+        """Whether this session runs on an engine pool (decided from the options and the process
+        environment alone: a project that never uses the plugin must not import the harness for it)."""
+        import os
+
+        config = self.config
+        if config.getoption("comet_docker_host") or config.getoption("comet_docker_pool"):
+            return True  # with another backend too: the session refuses that before anything runs
+        if config.getoption("comet_backend") != "docker":
+            return False
+        return bool(os.environ.get("COMET_DOCKER_HOSTS") or os.environ.get("COMET_DOCKER_POOL"))
+
+    def live_engines(self) -> list[str] | None:
+        """The URLs of the pool's engines that answered at the start (None without a pool): handed over
+        by the controller, else asked here once. A refusal (``--require-all-engines``) is a usage error."""
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput and ENGINES_KEY in workerinput:
+            return list(workerinput[ENGINES_KEY])
+        report = self.engine_report()
+        return report[0] if report is not None else None
+
+    def engine_report(self) -> tuple[list[str], list[str]] | None:
+        """(live URLs, lines for the terminal) of the pool, asked once per process; None without a pool."""
+        if not self.uses_pool():
+            return None
+        if self._engines is None:
+            self._engines = self.use(self.session.engine_report)
+        return self._engines
 
     def beacon_path(self) -> Path | None:
         """Under pytest-xdist: the file in which the worker that writes the session's plan names the
@@ -147,6 +178,9 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         judge_samples=config.getoption("comet_judge_samples"),
         image_aliases=tuple(config.getoption("comet_image_alias")),
         image_alias_file=path("image_alias_file"),
+        docker_hosts=tuple(config.getoption("comet_docker_host")),
+        docker_pool=path("docker_pool"),
+        require_all_engines=bool(config.getoption("comet_require_all_engines")),
     )
 
 

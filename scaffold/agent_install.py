@@ -35,7 +35,6 @@ from scaffold.agents.locate import Lookup, default_prefix, installed_npm_version
 from scaffold.errors import AgentError, Problem, SelectionError
 from scaffold.procs import run_process
 from scaffold.workspaces.base import InstallSpec
-from scaffold.workspaces.docker.host_trust import installer_environment
 
 __all__ = [
     "DEFAULT_INSTALL",
@@ -280,6 +279,9 @@ def _current(install: InstallSpec, prefix: Path) -> bool:
 
 def _run(argv: list[str], log: Callable[[str], None]) -> bool:
     log("$ " + " ".join(argv))
+    # Here, not at the top: the docker package is for docker sessions, and every session imports this module.
+    from scaffold.workspaces.docker.host_trust import installer_environment
+
     try:
         # npm trusts the host's CA bundle as pip does (scaffold.workspaces.docker.host_trust).
         result = subprocess.run(argv, check=False, timeout=INSTALL_TIMEOUT_S, env=installer_environment())

@@ -148,6 +148,8 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     _agents_commands(commands)
     _eval_commands(commands)
 
+    _engines_commands(commands)
+
     images = commands.add_parser("images", help="Docker images for the docker backend")
     image_commands = images.add_subparsers(title="images commands", metavar="COMMAND")
     base = image_commands.add_parser(
@@ -600,6 +602,62 @@ def _agents_install(args: argparse.Namespace) -> int:
     from scaffold.agent_install import install_agents
 
     return install_agents(args.names, args.prefix)
+
+
+def _engines_commands(commands: Any) -> None:
+    engines = commands.add_parser("engines", help="the Docker engines of a pool (docs/scale.md)")
+    engine_commands = engines.add_subparsers(title="engines commands", metavar="COMMAND")
+    check = engine_commands.add_parser(
+        "check",
+        help="for each engine: reachable, version, bind or copy mode, base and task images, capacity, and the "
+        "round trip of one container; exit 1 when one is unreachable",
+    )
+    check.add_argument(
+        "--docker-host",
+        action="append",
+        default=[],
+        metavar="URL[*N]",
+        help="an engine of the pool, repeatable (default: $COMET_DOCKER_HOSTS, else the pool file, else DOCKER_HOST)",
+    )
+    check.add_argument("--docker-pool", type=Path, metavar="FILE", help="a pool file of [[engines]] tables")
+    check.add_argument("--json", action="store_true", help="one JSON object per engine, in a list")
+    check.set_defaults(func=_engines_check)
+
+
+def _engines_check(args: argparse.Namespace) -> int:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from scaffold.agents.credentials import load_environment
+    from scaffold.session import default_workspace_root
+    from scaffold.workspaces.docker.pool import check_engine
+    from scaffold.workspaces.engines import default_engine, resolve_pool, total_capacity
+
+    environ = load_environment()
+    engines = list(resolve_pool(args.docker_host, args.docker_pool, environ)) or [default_engine(environ)]
+    root = default_workspace_root().absolute()
+    with ThreadPoolExecutor(max_workers=min(16, len(engines))) as pool:
+        found = list(pool.map(lambda engine: check_engine(engine, root), engines))
+    if args.json:
+        print(json.dumps([c.to_json() for c in found], indent=2))
+    else:
+        for c in found:
+            if not c.reachable:
+                print(f"{c.engine.describe()}: UNREACHABLE: {c.problem}")
+                continue
+            base = ", ".join(c.base_images) or "none"
+            missing = f" (missing: {', '.join(c.missing_base)})" if c.missing_base else ""
+            trip = f"{c.round_trip_ms:.0f} ms" if c.round_trip_ms is not None else "not measured (no base image)"
+            swept = f", swept {c.swept} left by dead sessions" if c.swept else ""
+            tls = "on" if c.engine.tls else "off"
+            print(f"{c.engine.describe()}: docker {c.version}, {c.mode or 'mode unknown'} mode, TLS {tls}")
+            print(f"  base images {base}{missing}; {c.task_images} task images; {c.cpus} CPUs, {c.memory_gb:g} GB")
+            print(f"  capacity {c.engine.capacity}; one container: {trip}{swept}")
+        live = [c.engine for c in found if c.reachable]
+        print(
+            f"pool: {len(live)} of {len(found)} engines reachable, capacity {total_capacity(live)} "
+            f"of {total_capacity(engines)}"
+        )
+    return 0 if all(c.reachable for c in found) else 1
 
 
 def _images_build_base(args: argparse.Namespace) -> int:

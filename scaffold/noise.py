@@ -65,6 +65,9 @@ the finished record (and what an upgraded record holds until it is classified). 
 _CONTAINER_TYPES: Final = frozenset(
     {"WorkspaceError", "DockerException", "APIError", "ContainerError", "ImageNotFound"}
 )
+_ENGINE_CONNECTION_TYPES: Final = frozenset({"ConnectionError", "ChunkedEncodingError", "ProtocolError"})
+"""What the Docker SDK raises when the connection to its engine breaks (requests' and urllib3's types):
+with an engine recorded, the engine went away under the trial, whatever the harness was doing then."""
 _HARNESS_TYPES: Final = {"SkillLeakError": "skill_leak", "VerifierError": "missing_reward"}
 """Harness errors of Harbor-format tasks that say nothing of the agent: a CONTROL image that holds a
 skill (the comparison would be unfair), a verifier that wrote no reward (nothing was measured)."""
@@ -136,7 +139,10 @@ def _record_errors(record: TrialRecord, traj: Trajectory) -> NoiseVerdict | None
             return _excluded(_HARNESS_TYPES[error.type], error=plain(error))
         if error.type in _TIMEOUT_TYPES:
             return _excluded("runner_timeout", error=plain(error))
-        if error.type in _CONTAINER_TYPES:
+        engine = record.workspace.engine
+        if error.type in _CONTAINER_TYPES or (engine and error.type in _ENGINE_CONNECTION_TYPES):
+            if engine:  # which engine of a pool failed: an engine that died names itself
+                return _excluded("container_failure", error=plain(error), engine=engine)
             return _excluded("container_failure", error=plain(error))
     return None
 

@@ -61,17 +61,18 @@ def register(profile: Profile) -> Profile:
 
 
 def known_profiles() -> list[str]:
-    _ensure_builtins()
-    return sorted(_REGISTRY)
+    # The built-in names without importing their rubrics: collection asks for the names only, and the
+    # comet-workflow and authoring rubrics import the whole workflow engine (jsonschema and all).
+    return sorted({*_REGISTRY, *_BUILTINS})
 
 
 def get_profile(name: str) -> Profile:
-    _ensure_builtins()
+    _ensure_builtin(name)
     try:
         return _REGISTRY[name]
     except KeyError:
         raise ProfileError(
-            f"unknown evaluation profile {name!r}; known profiles: {', '.join(sorted(_REGISTRY))}"
+            f"unknown evaluation profile {name!r}; known profiles: {', '.join(known_profiles())}"
         ) from None
 
 
@@ -108,37 +109,49 @@ def resolve_profile(task: Task, override: str | None = None) -> Profile:
         raise ProfileError(f"{source}: {exc}") from None
 
 
-def _ensure_builtins() -> None:
-    if GENERIC not in _REGISTRY:
-        from scaffold.rubrics import generic
+def _generic() -> Profile:
+    from scaffold.rubrics import generic
 
-        register(Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score, tuple(generic.WEIGHTS.items())))
-    if COMET_WORKFLOW not in _REGISTRY:
-        from scaffold.rubrics import comet_workflow
+    return Profile(GENERIC, "Any skill: 7 rule-based dimensions", generic.score, tuple(generic.WEIGHTS.items()))
 
-        register(
-            Profile(
-                COMET_WORKFLOW,
-                "The Comet workflow skills: 9 rule-based dimensions (phases, guards, skills, artifacts, run state)",
-                comet_workflow.score,
-                tuple(comet_workflow.WEIGHTS.items()),
-                interaction="auto_user",
-                max_turns=12,
-                simulator_prompt=COMET_SIMULATOR,
-            )
-        )
-    if AUTHORING_SKILL not in _REGISTRY:
-        from scaffold.rubrics import authoring
 
-        register(
-            Profile(
-                AUTHORING_SKILL,
-                "A skill package the agent writes: 11 dimensions (the generic ones, the package, its engine "
-                "contract, route, lanes and review)",
-                authoring.score,
-                tuple(authoring.WEIGHTS.items()),
-                interaction="auto_user",
-                max_turns=8,
-                simulator_prompt=AUTHORING_SIMULATOR,
-            )
-        )
+def _comet_workflow() -> Profile:
+    from scaffold.rubrics import comet_workflow
+
+    return Profile(
+        COMET_WORKFLOW,
+        "The Comet workflow skills: 9 rule-based dimensions (phases, guards, skills, artifacts, run state)",
+        comet_workflow.score,
+        tuple(comet_workflow.WEIGHTS.items()),
+        interaction="auto_user",
+        max_turns=12,
+        simulator_prompt=COMET_SIMULATOR,
+    )
+
+
+def _authoring() -> Profile:
+    from scaffold.rubrics import authoring
+
+    return Profile(
+        AUTHORING_SKILL,
+        "A skill package the agent writes: 11 dimensions (the generic ones, the package, its engine "
+        "contract, route, lanes and review)",
+        authoring.score,
+        tuple(authoring.WEIGHTS.items()),
+        interaction="auto_user",
+        max_turns=8,
+        simulator_prompt=AUTHORING_SIMULATOR,
+    )
+
+
+_BUILTINS: dict[str, Callable[[], Profile]] = {
+    GENERIC: _generic,
+    COMET_WORKFLOW: _comet_workflow,
+    AUTHORING_SKILL: _authoring,
+}
+
+
+def _ensure_builtin(name: str) -> None:
+    """Register the built-in profile *name* on first use (one registered under that name first wins)."""
+    if name not in _REGISTRY and name in _BUILTINS:
+        register(_BUILTINS[name]())

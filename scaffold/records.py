@@ -125,6 +125,8 @@ class WorkspaceInfo(msgspec.Struct, frozen=True, gc=False):
     backend: str = ""
     kept: bool = False
     path: str | None = None
+    engine: str | None = None
+    """The Docker engine that ran the trial (its URL; one of a pool's), None for the local backend."""
 
 
 class ChangeCounts(msgspec.Struct, frozen=True, gc=False):

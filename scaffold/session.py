@@ -21,7 +21,9 @@ plugin turns them into pytest usage errors, the CLI into exit status 2.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +61,7 @@ from scaffold.treatments import (
 )
 from scaffold.trial import KeepPolicy, Runner, Settings
 from scaffold.workspaces.backends import create_backend, sweep_crashed
+from scaffold.workspaces.engines import Engine, order, resolve_pool, total_capacity
 from scaffold.workspaces.image_aliases import resolve_image_aliases
 from scaffold.workspaces.uv_tool import uv_binaries
 
@@ -127,6 +130,12 @@ class Options:
     """``--image-alias REF=LOCAL`` (docker backend): a Harbor Dockerfile's FROM image mapped to a local one."""
     image_alias_file: Path | None = None
     """``--image-alias-file``: a TOML ``[image-aliases]`` table (else ``$COMET_IMAGE_ALIAS_FILE``)."""
+    docker_hosts: tuple[str, ...] = ()
+    """``--docker-host URL[*N]``: the engines of a pool (scaffold.workspaces.engines)."""
+    docker_pool: Path | None = None
+    """``--docker-pool FILE``: a pool file (else ``$COMET_DOCKER_POOL``)."""
+    require_all_engines: bool = False
+    """Refuse to start when an engine of the pool is unreachable, rather than leave it out."""
 
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
@@ -519,18 +528,68 @@ class HarnessSession:
             out.append(("base_url", f"{parts.scheme}://{parts.hostname}{port}{parts.path}"))
         return tuple(out)
 
-    def open_runner(self, worker: str = "main") -> Runner:
+    # -- the engine pool (docker)
+
+    def pool(self) -> tuple[Engine, ...]:
+        """The engines of the pool (scaffold.workspaces.engines), empty without one. ``--docker-host`` or
+        ``--docker-pool`` with another backend is a SelectionError; the environment's pool is then unused."""
+        options = self.options
+        # The process environment only (as DOCKER_HOST and the TLS variables): the plugin decides from it,
+        # before any harness session exists, whether to ask the pool's engines at the start.
+        engines = resolve_pool(options.docker_hosts, options.docker_pool, os.environ)
+        if engines and options.backend != "docker":
+            if options.docker_hosts or options.docker_pool:
+                raise SelectionError("--docker-host and --docker-pool need --backend docker")
+            return ()
+        return engines
+
+    def engine_report(self) -> tuple[list[str], list[str]]:
+        """Ask every engine of the pool whether it answers (at the start of a session: by the only
+        process, or by a pytest-xdist controller for its workers): (the URLs of the live ones, lines
+        saying so). An unreachable engine is left out; with ``--require-all-engines``, or when none
+        answers, that is a SelectionError."""
+        engines = self.pool()
+        if not engines:
+            return [], []
+        from scaffold.workspaces.docker.pool import probe_all
+
+        statuses = probe_all(engines)
+        live = [s.engine for s in statuses if s.reachable]
+        lines = [f"engine pool: {len(live)} of {len(engines)} engines, capacity {total_capacity(live)}"]
+        for status in statuses:
+            state = f"docker {status.version}" if status.reachable else f"UNREACHABLE, left out: {status.problem}"
+            lines.append(f"  {status.engine.describe()}: {state}")
+        down = [s for s in statuses if not s.reachable]
+        if down and self.options.require_all_engines:
+            raise SelectionError(
+                "--require-all-engines: " + "; ".join(f"{s.engine.url} is unreachable ({s.problem})" for s in down)
+            )
+        if not live:
+            raise SelectionError("no engine of the pool answers:\n" + "\n".join(lines[1:]))
+        return [e.url for e in live], lines
+
+    def open_runner(self, worker: str = "main", live_engines: Sequence[str] | None = None) -> Runner:
         """The trial runner of this process, with a new backend whose network policy follows the agent's
-        needs; the caller closes ``runner.backend`` when the session ends."""
+        needs; the caller closes ``runner.backend`` when the session ends. With an engine pool the backend
+        is bound to *worker*'s engine among *live_engines* (the URLs the controller found answering;
+        None: asked here)."""
         tasks, treatments = self.catalogs()
         agent = self.agent()
         root = self.options.workspace_root or default_workspace_root()
+        pool = self.pool()
+        engines: list[Engine] = []
+        if pool:
+            live = set(self.engine_report()[0] if live_engines is None else live_engines)
+            engines = order([e for e in pool if e.url in live], worker)
         backend = create_backend(
             self.options.backend,
             workspace_root=root.absolute(),
             network=agent.network,
             agent_install=agent.install,
             image_aliases=self.image_aliases(),
+            engines=engines,
+            pool=pool,
+            say=_say,
         )
         return Runner(
             tasks,
@@ -565,8 +624,8 @@ class HarnessSession:
         return JudgeRun(config, self._environ, declared_credentials(self.resolved.agent, self._environ))
 
     def sweep_crashed(self) -> None:
-        """Another process of this session crashed: remove what it left in the backend's engine now."""
-        sweep_crashed(self.options.backend)
+        """Another process of this session crashed: remove what it left in the backend's engines now."""
+        sweep_crashed(self.options.backend, self.pool())
 
     # -- what to make of it
 
@@ -589,3 +648,9 @@ class HarnessSession:
         """Whether trials of *treatment* are observed, not tested: the baseline's, in a session without
         gates (their failures are reported as expected failures and do not fail the session)."""
         return treatment == self.options.baseline and not self.gates()
+
+
+def _say(message: str) -> None:
+    """A worker's news the record cannot carry (an engine of the pool died): on stderr, where a single
+    process shows it and pytest-xdist keeps it in the worker's output."""
+    print(f"comet: {message}", file=sys.stderr, flush=True)

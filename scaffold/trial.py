@@ -345,6 +345,7 @@ class Runner:
                 self.backend.name,
                 keep,
                 str(workspace.host_path) if keep and workspace and workspace.host_path else None,
+                self.backend.engine,
             ),
             changes=changed.counts if changed is not None and changed.error is None else None,
             worker=self.worker,

@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# In-process pytester runs restore sys.modules afterwards, and numpy (imported by the statistics of the
+# reports that the plugin writes at session end, on first use) refuses to be imported twice in one
+# process: import it, and scipy's compiled special functions, before any pytester snapshot is taken.
+import numpy  # noqa: F401
 import pytest
+import scipy.special  # type: ignore[import-untyped]  # noqa: F401
 
-# In-process pytester runs restore sys.modules afterwards, and numpy (imported by the reports that the
-# plugin writes at session end) refuses to be imported twice in one process: import it before any
-# pytester snapshot is taken.
 import scaffold.reports.write  # noqa: F401
 from tests.support.factories import REPO, TaskFactory
 
@@ -60,6 +62,23 @@ def docker_base_image(docker_client: Any) -> str:
 
     build_base_image(BASE_TAG, client=docker_client, log=lambda message: print(f"[docker base image] {message}"))
     return BASE_TAG
+
+
+_IMAGE_FIXTURES = frozenset({"docker_base_image", "docker_trixie_image", "trixie", "docker_backend", "engines"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In CI the base images may still be building when the suite starts (.ci/run): the tests that need
+    one go after the others (a stable sort, the same in every xdist worker), so no worker sits waiting
+    on the build's lock while tests that need no image are left."""
+    if os.environ.get("COMET_CI_BASE_IMAGES_PENDING") != "1":
+        return
+
+    def needs_image(item: pytest.Item) -> bool:
+        names = set(getattr(item, "fixturenames", ()))
+        return item.get_closest_marker("docker") is not None or bool(names & _IMAGE_FIXTURES) or "docker" in item.nodeid
+
+    items.sort(key=needs_image)
 
 
 # --- slow tests ----------------------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-import httpx
-
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, builtin_spec
 from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.custom import load_adapters
@@ -68,6 +66,8 @@ def ask(
 
 def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
     assert config.base_url and config.model  # the transport is http only with both
+    import httpx  # here: a session without an HTTP judge (most) never pays its import (~0.1 s)
+
     headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
     if config.auth_token:
         headers["authorization"] = f"Bearer {config.auth_token}"

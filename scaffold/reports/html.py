@@ -42,6 +42,7 @@ from scaffold.experiment import TRANSCRIPT_FILE
 from scaffold.records import STREAM_PREFIX
 from scaffold.reports.format import interval as interval_of
 from scaffold.reports.format import known, money, number, percent, short_number, signed_points
+from scaffold.reports.jinja import bytecode_cache
 from scaffold.reports.model import (
     JUDGE_REASONS,
     Analysis,
@@ -432,6 +433,7 @@ def _title(a: Analysis) -> str:
 
 _ENV = Environment(
     loader=PackageLoader("scaffold.reports", "templates"),
+    bytecode_cache=bytecode_cache("html"),
     undefined=StrictUndefined,
     autoescape=True,  # every name in the page comes from task folders and treatment files: never trusted
     trim_blocks=True,

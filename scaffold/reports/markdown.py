@@ -8,6 +8,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from scaffold.reports.format import interval, number, percent, signed_percent
+from scaffold.reports.jinja import bytecode_cache
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 
 __all__ = ["ENV", "cell_text", "render"]
@@ -42,6 +43,7 @@ def cell_text(text: Any, limit: int = 200) -> str:
 
 ENV = Environment(
     loader=PackageLoader("scaffold.reports", "templates"),
+    bytecode_cache=bytecode_cache("markdown"),
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,

@@ -31,6 +31,7 @@ from markupsafe import Markup, escape
 from scaffold.agents.streams.timeline import Event, Text, Timeline, TokenCounts
 from scaffold.records import TrialRecord
 from scaffold.reports.format import money, number
+from scaffold.reports.jinja import bytecode_cache
 
 __all__ = ["BUDGETS", "PAGE_LIMIT", "FileText", "TrialFolder", "TurnStream", "render_transcript"]
 
@@ -600,6 +601,7 @@ def _links(record: TrialRecord, folder: TrialFolder, budget: Budget) -> list[tup
 
 _ENV: Final = Environment(
     loader=PackageLoader("scaffold.reports", "templates"),
+    bytecode_cache=bytecode_cache("transcript"),
     undefined=StrictUndefined,
     autoescape=True,  # every text comes from the agent, the task or the workspace: never trusted
     trim_blocks=True,

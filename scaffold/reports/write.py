@@ -22,7 +22,6 @@ from scaffold.reports.aside import FORK_MIN_TRIALS, Aside
 from scaffold.reports.comparable import Identities, refuse_mixed
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
-from scaffold.reports.html import render_html
 from scaffold.reports.load import Loaded, load_experiments
 from scaffold.reports.model import Analysis, TrialFiles, UnreadableRecord
 from scaffold.reports.results import result_lines
@@ -158,6 +157,8 @@ def _write_reports(
             paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
             paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
         if outputs.html:
+            from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
+
             paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
         paths.append(results.wait())
     return Written(analysis, tuple(paths))

@@ -129,6 +129,18 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     run.add_argument(
         "--image-alias-file", type=Path, metavar="FILE", help="image aliases: a TOML [image-aliases] table"
     )
+    run.add_argument(
+        "--docker-host",
+        action="append",
+        default=[],
+        metavar="URL[*N]",
+        help="docker backend: an engine of the pool, with the trials it runs at once; repeatable "
+        "(also $COMET_DOCKER_HOSTS; docs/scale.md)",
+    )
+    run.add_argument("--docker-pool", type=Path, metavar="FILE", help="docker backend: a pool file of [[engines]]")
+    run.add_argument(
+        "--require-all-engines", action="store_true", help="refuse to start when an engine of the pool is down"
+    )
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")
     run.add_argument(
@@ -219,6 +231,11 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
     out += [f"--comet-image-alias={alias}" for alias in args.image_alias]
     if args.image_alias_file:
         out.append(f"--comet-image-alias-file={args.image_alias_file}")
+    out += [f"--comet-docker-host={host}" for host in args.docker_host]
+    if args.docker_pool:
+        out.append(f"--comet-docker-pool={args.docker_pool}")
+    if args.require_all_engines:
+        out.append("--comet-require-all-engines")
     if args.max_trials is not None:
         out.append(f"--comet-max-trials={args.max_trials}")
     if args.max_cost is not None:

@@ -17,13 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-
-import numpy as np
-
-# scipy.special, not scipy.stats: see scaffold.stats.rates (the import time of every `comet report`).
-from scipy.special import gammaln  # type: ignore[import-untyped]  # scipy ships no type stubs
+from typing import TYPE_CHECKING
 
 from scaffold.stats.outcomes import TaskSummary
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["fisher_exact", "impute_excluded"]
 
@@ -46,6 +45,8 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
     total = row + other
     if 0 in (row, other) or column in (0, total):
         return 1.0
+    import numpy as np  # here, not at the top: see scaffold.stats.paired
+
     support = np.arange(max(0, column - other), min(row, column) + 1)
 
     def log_pmf(x: np.ndarray) -> np.ndarray:
@@ -60,6 +61,11 @@ def fisher_exact(a: int, b: int, c: int, d: int) -> float:
 
 
 def _log_choose(n: int, k: np.ndarray) -> np.ndarray:
+    import numpy as np
+
+    # scipy.special, not scipy.stats: see scaffold.stats.rates (the import time of every `comet report`).
+    from scipy.special import gammaln  # type: ignore[import-untyped]  # scipy ships no type stubs
+
     return np.asarray(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1), dtype=float)
 
 

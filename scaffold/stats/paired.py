@@ -7,15 +7,16 @@ import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
-
-import numpy as np
-
-# scipy.special, not scipy.stats: see scaffold.stats.rates (the import time of every `comet report`).
-from scipy.special import chdtri  # type: ignore[import-untyped]  # scipy ships no type stubs
+from typing import TYPE_CHECKING, Literal
 
 from scaffold.stats.outcomes import TaskSummary
 from scaffold.stats.rates import t_quantile, wilson_interval
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and scipy are imported by the functions that compute with them: a session whose report compares
+# nothing (one treatment) never needs them, and they are a quarter of its start-up.
 
 __all__ = [
     "DEFAULT_SEED",
@@ -62,6 +63,8 @@ def sign_flip_p_value(
     p = (1 + hits) / (1 + draws), never 0. Non-finite differences are ignored. Swapping the treatments
     negates every difference and leaves the p-value unchanged.
     """
+    import numpy as np
+
     d = np.asarray([x for x in differences if math.isfinite(x)], dtype=float)
     n = d.size
     if n == 0:
@@ -89,6 +92,8 @@ _CACHED_SIGNS = 8_000_000  # n x draws up to this (64 MB of float64 per matrix) 
 
 @functools.lru_cache(maxsize=4)
 def _all_signs(n: int) -> np.ndarray:
+    import numpy as np
+
     bits = (np.arange(1 << n)[:, None] >> np.arange(n)) & 1
     signs = (2 * bits - 1).astype(float)
     signs.flags.writeable = False
@@ -97,12 +102,16 @@ def _all_signs(n: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=2)
 def _drawn_signs(n: int, draws: int, seed: int) -> np.ndarray:
+    import numpy as np
+
     signs = np.concatenate(list(_sign_chunks(n, draws, seed)))
     signs.flags.writeable = False
     return signs
 
 
 def _sign_chunks(n: int, draws: int, seed: int) -> Iterator[np.ndarray]:
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     left = draws
     while left > 0:
@@ -240,6 +249,8 @@ def compare_treatments(
             # s^2 ~ floor_var * chi2_{n-1} / (n-1), so its 5% quantile (chdtri: the upper-tail inverse).
             # The full floor here made the interval too wide (coverage 97% at 10 tasks x 10 trials);
             # with every difference the same there is no spread to trust, and the floor is all there is.
+            from scipy.special import chdtri  # type: ignore[import-untyped]  # scipy ships no type stubs
+
             floor *= math.sqrt(float(chdtri(n - 1, 1.0 - _FLOOR_TAIL)) / (n - 1))
         se = max(se, floor) if math.isfinite(se) else se
     half = t_quantile(confidence, n - 1) * se

@@ -6,9 +6,6 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-# scipy.special, not scipy.stats: see scaffold.stats.rates (the import time of every `comet report`).
-from scipy.special import nctdtr, stdtrit  # type: ignore[import-untyped]  # scipy ships no type stubs
-
 __all__ = ["DEFAULT_EFFECT", "SampleSize", "t_test_power", "tasks_needed", "trials_needed"]
 
 DEFAULT_EFFECT = 0.10  # ten percentage points of pass rate, or 0.10 of a [0, 1] weighted score
@@ -50,6 +47,9 @@ def t_test_power(n: int, sd: float, effect: float, alpha: float = 0.05) -> float
     """
     if n < 2 or not math.isfinite(sd) or sd <= 0.0:
         return math.nan
+    # scipy.special, not scipy.stats, and only here: see scaffold.stats.rates (start-up time).
+    from scipy.special import nctdtr, stdtrit  # type: ignore[import-untyped]  # scipy ships no type stubs
+
     df = n - 1
     critical = float(stdtrit(df, 1.0 - alpha / 2.0))
     shift = effect * math.sqrt(n) / sd

@@ -7,10 +7,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
-# scipy.special, not scipy.stats: the same Student t quantile (scipy.stats.t.ppf calls stdtrit), and
-# importing scipy.stats costs about half a second more, paid by every `comet report`.
-from scipy.special import stdtrit  # type: ignore[import-untyped]  # scipy ships no type stubs
-
 __all__ = ["Estimate", "Rate", "mean_over_tasks", "wilson_interval"]
 
 
@@ -23,7 +19,14 @@ def _z(confidence: float) -> float:
 def t_quantile(confidence: float, df: int) -> float:
     """Two-sided Student t critical value; NaN without degrees of freedom."""
     _z(confidence)
-    return float(stdtrit(df, 0.5 + confidence / 2.0)) if df >= 1 else math.nan
+    if df < 1:
+        return math.nan
+    # scipy.special, not scipy.stats: the same Student t quantile (scipy.stats.t.ppf calls stdtrit), and
+    # importing scipy.stats costs about half a second more. Imported here, on the first interval that needs
+    # it: a session of one task never does, and scipy alone is a quarter of its start-up.
+    from scipy.special import stdtrit  # type: ignore[import-untyped]  # scipy ships no type stubs
+
+    return float(stdtrit(df, 0.5 + confidence / 2.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ def mean_over_tasks(
     NaN values (tasks with nothing scored) are dropped. The interval is mean +- t_{n-1} * se, clipped to
     *bounds* when given (a mean of rates cannot leave [0, 1]).
     """
-    t_quantile(confidence, 1)
+    _z(confidence)  # a bad confidence is an error even when no interval is computed
     kept = [float(v) for v in values if math.isfinite(v)]
     n = len(kept)
     if n == 0:

@@ -203,6 +203,11 @@ class Backend(Protocol):
     def name(self) -> str:
         """``local``, ``docker``: recorded in each trial's configuration."""
 
+    @property
+    def engine(self) -> str | None:
+        """The engine the latest workspace was made on (a Docker engine's URL: which engine of a pool ran
+        the trial, recorded with it); None for a backend without engines."""
+
     def prepare(self, task: Task) -> None:
         """Build what every trial of *task* needs (an image); once per session."""
 

@@ -135,6 +135,7 @@ class LocalWorkspace(HostFiles):
 
 class LocalBackend:
     name = "local"
+    engine: str | None = None  # trials run on this machine, no engine in between
 
     def __init__(self, workspace_root: Path) -> None:
         self._root = workspace_root

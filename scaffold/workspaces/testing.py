@@ -141,6 +141,7 @@ class ScriptedBackend:
     """
 
     name = "scripted"
+    engine: str | None = None
 
     def __init__(
         self,

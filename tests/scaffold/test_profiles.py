@@ -32,7 +32,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """A registry holding only the built-in generic profile, undone after the test."""
     monkeypatch.setattr(profiles, "_REGISTRY", {GENERIC: get_profile(GENERIC)})
     # The other built-ins (comet-workflow, authoring-skill) are registered on first use: kept out here.
-    monkeypatch.setattr(profiles, "_ensure_builtins", lambda: None)
+    monkeypatch.setattr(profiles, "_BUILTINS", {})
 
 
 @pytest.fixture

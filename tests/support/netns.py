@@ -10,6 +10,31 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 
+# Run in an agent's container: `python3 probe.py ALLOWED_URL OTHER_URL` prints what each GET through the
+# proxy gave (status or error) and whether a direct connection to OTHER's host:port got through.
+PROBE = """\
+import socket, sys, urllib.request, urllib.error
+allowed, other = sys.argv[1], sys.argv[2]
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return str(r.status)
+    except urllib.error.HTTPError as e:
+        return str(e.code)
+    except Exception as e:
+        return type(e).__name__
+print("allowed", get(allowed))
+print("other", get(other))
+host, port = other.split("//")[1].split("/")[0].split(":")
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect((host, int(port)))
+    print("direct", "connected")
+except OSError as e:
+    print("direct", type(e).__name__)
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class FarHost:

@@ -16,9 +16,10 @@ from scaffold.process_output import tail
 from scaffold.procs import run_process
 from scaffold.workspaces.base import InstallSpec
 from scaffold.workspaces.docker.copy_mode import first_file, tar_stream
-from scaffold.workspaces.docker.engine import file_lock, state_dir
+from scaffold.workspaces.docker.engine import engine_lock, file_lock, state_dir
 from scaffold.workspaces.docker.host_trust import installer_environment
 from scaffold.workspaces.docker.sessions import LABEL, OWNER
+from scaffold.workspaces.engines import Engine
 
 __all__ = [
     "AGENTS_ROOT",
@@ -147,7 +148,7 @@ def _portable_shebangs(bin_dir: Path) -> None:
             script.write_bytes(b"#!/usr/bin/env python3\n" + data.split(b"\n", 1)[-1])
 
 
-def agent_volume(api: Any, agent: AgentMount, image: str) -> str:
+def agent_volume(api: Any, agent: AgentMount, image: str, engine: Engine | None = None) -> str:
     """The agent CLI as a named volume of the engine (copy mode), filled once per engine and version.
 
     A remote engine cannot mount the host folder. Copying the CLI into every trial's container would
@@ -161,7 +162,7 @@ def agent_volume(api: Any, agent: AgentMount, image: str) -> str:
 
     name = f"comet-agent-{agent.host.name}"
     key = (agent.host / _MARKER).read_text(encoding="utf-8")
-    with file_lock(f"volume-{name}"):
+    with engine_lock(engine, f"volume-{name}"):
         try:
             api.inspect_volume(name)
         except NotFound:

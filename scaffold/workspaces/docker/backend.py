@@ -25,7 +25,9 @@ Decisions, each explained where it is implemented:
 * containers are removed in a background thread; labels name their session, and whatever a dead
   session left is swept (:mod:`.sessions`).
 
-Only the Docker SDK talks to the engine (:mod:`.engine`: ``DOCKER_HOST`` is respected).
+Only the Docker SDK talks to the engine (:mod:`.engine`): the *engine* given (one of a pool,
+:mod:`scaffold.workspaces.engines`), else ``DOCKER_HOST``. Work done once per engine (task images, the
+agent volume) is locked per engine, so two engines of a pool build side by side.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, ins
 from scaffold.workspaces.docker.base_image import BASE_TAG
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees, put_absolute
 from scaffold.workspaces.docker.egress import Refusal
-from scaffold.workspaces.docker.engine import connect, file_lock, image_id, state_dir
+from scaffold.workspaces.docker.engine import connect, engine_lock, image_id, state_dir
 from scaffold.workspaces.docker.exec import quick_exec
 from scaffold.workspaces.docker.harbor_image import (
     WITHOUT_SKILLS,
@@ -61,11 +63,12 @@ from scaffold.workspaces.docker.harbor_image import (
     plan_build,
 )
 from scaffold.workspaces.docker.host_trust import HOST_CA_PATH, ca_environment, host_ca_bundle
-from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, task_image_tag
+from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, copy_image, task_image_tag
 from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper, make_control
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
+from scaffold.workspaces.engines import Engine, default_engine
 from scaffold.workspaces.files import fresh_copy, remove_empty_parents
 from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
@@ -121,7 +124,13 @@ class DockerBackend:
         copy: bool | None = None,
         egress: Sequence[str] = (),
         image_aliases: Mapping[str, str] | None = None,
+        engine: Engine | None = None,
+        image_sources: Sequence[Engine] = (),
     ) -> None:
+        self.docker_engine = engine or default_engine(os.environ)
+        """Where the containers run: one engine of a pool, else the environment's (``DOCKER_HOST``)."""
+        self.image_sources = tuple(image_sources)
+        """Engines to copy a missing base image from (a pool's others), once per engine, before a build."""
         self.workspace_root = workspace_root
         self._owned = OwnedFolders(workspace_root)
         """Owner marks on the workspace and control folders: a killed session's are swept by the next."""
@@ -134,14 +143,22 @@ class DockerBackend:
         """``--image-alias``: the images Harbor-format Dockerfiles name, mapped to local ones (normalised keys)."""
         self.copy_mode: bool | None = copy if copy is not None else copy_from_env()
         self._copy_decided = copy is not None
-        self.client = connect()
+        self.client = connect(self.docker_engine)
         self._host_ca = host_ca_bundle()
         """The host's CA bundle, when it has one: put into Harbor tasks' containers (_put_host_ca)."""
         """The engine's high-level client (``docker.DockerClient``)."""
         self._api = _direct(self.client.api)  # the low-level client: one request per call, no model inspects
         self._stream_client: Any = None
-        self.networking = AgentNetworking(self.client, self._api, scope=network_scope, endpoints=egress)
         self.session = Session.current()
+        self.networking = AgentNetworking(
+            self.client,
+            self._api,
+            scope=network_scope,
+            endpoints=egress,
+            engine=self.docker_engine,
+            relay_image=self._relay_image,
+            labels=self.session.labels(),
+        )
         self._images: dict[str, _Image] = {}  # by _variant(task)
         self._failed: dict[str, WorkspaceError] = {}
         self._skills_found: dict[str, tuple[str, ...]] = {}  # image id -> its SKILL.md files
@@ -154,13 +171,18 @@ class DockerBackend:
         self.keeper_commands = True
         """Commands go through the keeper (bind mode) until that proves impossible on this engine."""
         self._workspaces: list[DockerWorkspace] = []
-        self._reaper = Reaper(lambda: _direct(connect().api))
+        self._reaper = Reaper(lambda: _direct(connect(self.docker_engine).api))
         info = self.client.info()
         self._cpus = float(info.get("NCPU") or os.cpu_count() or 1)
         self._architecture = str(info.get("Architecture") or "x86_64")
         with contextlib.suppress(WorkspaceError):  # a container that resists removal must not stop the run
             sweep(self.client)
         atexit.register(self._remove_session_objects)
+
+    @property
+    def engine(self) -> str:
+        """The URL of the engine the workspaces run on (recorded with each trial)."""
+        return self.docker_engine.url
 
     @property
     def egress(self) -> tuple[str, ...]:
@@ -190,7 +212,7 @@ class DockerBackend:
     def stream_api(self) -> Any:
         """The low-level client for exec output streams: no read timeout (a command may be silent)."""
         if self._stream_client is None:
-            self._stream_client = _direct(connect(timeout=None).api)
+            self._stream_client = _direct(connect(self.docker_engine, timeout=None).api)
         return self._stream_client
 
     def keeper_cannot_run(self) -> None:
@@ -233,7 +255,7 @@ class DockerBackend:
         if not self._agent_ready and self._agent_install is not None:
             self._agent = install_agent(self._agent_install, cache_root=self._agent_cache)
             if self._agent is not None and self.copy_mode:
-                self._agent_volume = agent_volume(self._api, self._agent, image)
+                self._agent_volume = agent_volume(self._api, self._agent, image, self.docker_engine)
             self._agent_ready = True
         if task.format == "harbor" and self._node is None and self._agent_install is not None:
             self._prepare_node(image)
@@ -246,7 +268,7 @@ class DockerBackend:
             return
         self._node = install_agent(spec, cache_root=self._agent_cache)
         if self._node is not None and self.copy_mode:
-            self._node_volume = agent_volume(self._api, self._node, image)
+            self._node_volume = agent_volume(self._api, self._node, image, self.docker_engine)
 
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
@@ -331,13 +353,16 @@ class DockerBackend:
                 aliases=self.image_aliases,
                 base_image=self.base_image,
                 build_timeout=self.build_timeout,
+                engine=self.docker_engine,
+                fetch=self.fetch_image,
             )
             if task.without_skills:
                 self._check_no_skills(tag)
             return self._image_config(tag)
+        self.fetch_image(self.base_image)
         tag = self.image_tag(task)
         safe = tag.replace("/", "_").replace(":", "_")
-        with file_lock(f"image-{safe}"):
+        with engine_lock(self.docker_engine, f"image-{safe}"):
             if image_id(self.client, tag) is None:
                 log_path = state_dir() / "builds" / f"{safe}.log"
                 try:
@@ -349,6 +374,7 @@ class DockerBackend:
                         labels={**OWNER, f"{LABEL}.task": task.name},
                         timeout=self.build_timeout,
                         log_path=log_path,
+                        engine=self.docker_engine,
                     )
                 except WorkspaceError as exc:
                     hint = ""
@@ -358,6 +384,40 @@ class DockerBackend:
                         )
                     raise WorkspaceError(f"task {task.name}: {exc}{hint}") from None
         return self._image_config(tag)
+
+    def _relay_image(self) -> str:
+        """The image of a remote engine's egress relay: the base image (it has python3), copied from
+        another engine of the pool when missing."""
+        if not self.fetch_image(self.base_image):
+            raise WorkspaceError(
+                f"the egress relay on {self.engine} needs the base image {self.base_image} there: build it "
+                f"with `DOCKER_HOST={self.engine} comet images build-base`, or load it into that engine"
+            )
+        return self.base_image
+
+    def fetch_image(self, tag: str) -> bool:
+        """Make sure the engine has *tag*, copying it from one of :attr:`image_sources` when it does not
+        (under the engine's lock: once per engine); False when it is not there and no source has it."""
+        if image_id(self.client, tag) is not None:
+            return True
+        if not self.image_sources:
+            return False
+        with engine_lock(self.docker_engine, f"load-{tag}"):
+            if image_id(self.client, tag) is not None:
+                return True
+            for source in self.image_sources:
+                if source.url == self.docker_engine.url:
+                    continue
+                try:
+                    client = connect(source, timeout=600)
+                except WorkspaceError:
+                    continue  # that engine is down: another may have it
+                try:
+                    if copy_image(client, self.client, tag):
+                        return True
+                finally:
+                    client.close()
+        return False
 
     def _image_config(self, tag: str) -> _Image:
         config = self.client.images.get(tag).attrs.get("Config") or {}

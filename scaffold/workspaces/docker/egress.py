@@ -12,19 +12,22 @@ TLS stays end to end) and absolute-form ``GET http://host:port/...`` (plain HTTP
 the client wrote them and resolved here, so the container needs no DNS. Every connection carries one
 request target: plain HTTP requests are forwarded with ``Connection: close``, so a client cannot reuse
 an allowed connection to reach another host.
+
+The module imports the standard library only, so the same code serves as the **relay** of a remote
+engine (scaffold.workspaces.docker.relay): its source runs there, ``python3 -c SOURCE PORT HOST:PORT...``,
+in a container of the engine's base image, printing each refusal as one JSON line on its output.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
-
-from scaffold.errors import WorkspaceError
-from scaffold.workspaces.base import endpoint_of
 
 __all__ = ["EgressProxy", "Refusal"]
 
@@ -41,8 +44,16 @@ class Refusal:
 class EgressProxy:
     """A threaded allow-list proxy. ``start()`` binds *host* (port 0 picks a free one)."""
 
-    def __init__(self, allowed: Iterable[str], *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.allowed = frozenset(endpoint_of(a) for a in allowed)
+    def __init__(
+        self,
+        allowed: Iterable[str],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_refusal: Callable[[Refusal], None] | None = None,
+    ) -> None:
+        self.allowed = frozenset(_endpoint(a) for a in allowed)
+        self._on_refusal = on_refusal
         self._bind = (host, port)
         self._server: socket.socket | None = None
         self._thread: threading.Thread | None = None
@@ -53,7 +64,7 @@ class EgressProxy:
     @property
     def address(self) -> tuple[str, int]:
         if self._server is None:
-            raise WorkspaceError("the egress proxy is not running")
+            raise _error("the egress proxy is not running")
         host, port = self._server.getsockname()[:2]
         return str(host), int(port)
 
@@ -69,10 +80,9 @@ class EgressProxy:
             server.bind(self._bind)
         except OSError as exc:
             server.close()
-            raise WorkspaceError(
+            raise _error(
                 f"cannot start the egress proxy on {self._bind[0]}:{self._bind[1]}: {exc.strerror}; the address "
-                "must be on this machine (the Docker network's gateway): with a remote engine, set "
-                "COMET_DOCKER_EGRESS=open to give agents the engine's default bridge instead"
+                "must be on this machine (the Docker network's gateway)"
             ) from None
         server.listen(64)
         self._server = server
@@ -162,8 +172,11 @@ class EgressProxy:
     def _refuse(
         self, client: socket.socket, endpoint: str, reason: str, status: tuple[int, str] = (403, "Forbidden")
     ) -> None:
+        refusal = Refusal(endpoint, reason)
         with self._lock:
-            self.refusals.append(Refusal(endpoint, reason))
+            self.refusals.append(refusal)
+        if self._on_refusal is not None:
+            self._on_refusal(refusal)
         _reply(client, status[0], status[1], f"comet-eval egress proxy: {endpoint} refused: {reason}")
 
 
@@ -209,3 +222,35 @@ def _relay(a: socket.socket, b: socket.socket) -> None:
     other.start()
     pump(a, b)
     other.join()
+
+
+def _endpoint(target: str) -> str:
+    try:
+        from scaffold.workspaces.base import endpoint_of
+    except ImportError:  # the relay, in a container: its endpoints were normalised by the harness
+        return target.lower()
+    return endpoint_of(target)
+
+
+def _error(message: str) -> Exception:
+    try:
+        from scaffold.errors import WorkspaceError
+    except ImportError:  # the relay, in a container: the message goes to its output
+        return RuntimeError(message)
+    return WorkspaceError(message)
+
+
+def _relay_main(argv: list[str]) -> None:
+    """The relay's entry point: listen on every address at port ``argv[0]``, let ``argv[1:]`` through."""
+    port, allowed = int(argv[0]), argv[1:]
+
+    def report(refusal: Refusal) -> None:
+        print(json.dumps({"refused": refusal.target, "reason": refusal.reason}), flush=True)
+
+    EgressProxy(allowed, host="0.0.0.0", port=port, on_refusal=report).start()
+    print(json.dumps({"listening": port, "allowed": sorted(allowed)}), flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    _relay_main(sys.argv[1:])

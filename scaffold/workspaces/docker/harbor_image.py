@@ -20,7 +20,7 @@ import io
 import json
 import tarfile
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,10 +34,11 @@ from scaffold.workspaces.docker.dockerfile import (
     rewrite_dockerfile,
     skill_folders,
 )
-from scaffold.workspaces.docker.engine import connect, file_lock, image_id, safe_name, state_dir
+from scaffold.workspaces.docker.engine import connect, engine_lock, image_id, safe_name, state_dir
 from scaffold.workspaces.docker.host_trust import host_ca_bundle, proxy_build_args
 from scaffold.workspaces.docker.images import build_image, task_image_tag
 from scaffold.workspaces.docker.sessions import LABEL, OWNER
+from scaffold.workspaces.engines import Engine
 from scaffold.workspaces.image_aliases import alias_for
 
 __all__ = ["HarborBuild", "find_skills", "harbor_image", "harbor_image_tag", "plan_build"]
@@ -94,7 +95,16 @@ def harbor_image_tag(client: Any, task: Task, build: HarborBuild, folder: Path) 
     return task_image_tag(name, context, dockerfile, {"format": "harbor", "bases": json.dumps(bases, sort_keys=True)})
 
 
-def harbor_image(client: Any, task: Task, *, aliases: Mapping[str, str], base_image: str, build_timeout: float) -> str:
+def harbor_image(
+    client: Any,
+    task: Task,
+    *,
+    aliases: Mapping[str, str],
+    base_image: str,
+    build_timeout: float,
+    engine: Engine | None = None,
+    fetch: Callable[[str], bool] | None = None,
+) -> str:
     """The image a trial of Harbor-format *task* runs in: the prebuilt ``docker_image`` when the engine
     has it (through the aliases too; never pulled), else the Dockerfile built (once per content)."""
     assert task.harbor is not None
@@ -108,12 +118,14 @@ def harbor_image(client: Any, task: Task, *, aliases: Mapping[str, str], base_im
             return ref
     build = plan_build(task, aliases=aliases, base_image=base_image)
     for ref in build.rewrite.bases:
-        _ensure_present(client, ref, {local: written for written, local in build.rewrite.aliased}.get(ref))
+        if fetch is not None and fetch(ref):  # a pool: copied from another engine that has it
+            continue
+        _ensure_present(client, ref, {local: written for written, local in build.rewrite.aliased}.get(ref), engine)
     with tempfile.TemporaryDirectory(prefix="comet-harbor-") as tmp:  # the context as the engine gets it
         folder = Path(tmp)
         tag = harbor_image_tag(client, task, build, folder)
         safe = safe_name(tag.replace("/", "_").replace(":", "_"))
-        with file_lock(f"image-{safe}"):
+        with engine_lock(engine, f"image-{safe}"):
             if image_id(client, tag) is None:
                 args = proxy_build_args()
                 if build.uses_base_arg:
@@ -128,13 +140,14 @@ def harbor_image(client: Any, task: Task, *, aliases: Mapping[str, str], base_im
                         labels={**OWNER, f"{LABEL}.task": task.name},
                         timeout=timeout,
                         log_path=state_dir() / "builds" / f"{safe}.log",
+                        engine=engine,
                     )
                 except WorkspaceError as exc:
                     raise WorkspaceError(f"task {task.name}: {exc}") from None
     return tag
 
 
-def _ensure_present(client: Any, ref: str, aliased_from: str | None) -> None:
+def _ensure_present(client: Any, ref: str, aliased_from: str | None, engine: Engine | None) -> None:
     """*ref* on the engine: there already, or pulled; else a WorkspaceError with the fix."""
     if image_id(client, ref) is not None:
         return
@@ -144,7 +157,7 @@ def _ensure_present(client: Any, ref: str, aliased_from: str | None) -> None:
     )
     if aliased_from is not None:
         raise WorkspaceError(f"{aliased_from} is aliased to {ref}, which is not on the engine: {fix}")
-    problem = _pull(ref)
+    problem = _pull(ref, engine)
     if problem is not None:
         raise WorkspaceError(
             f"the image {ref} is not on the engine and cannot be pulled ({problem}); on an engine that cannot "
@@ -152,13 +165,13 @@ def _ensure_present(client: Any, ref: str, aliased_from: str | None) -> None:
         )
 
 
-def _pull(ref: str) -> str | None:
+def _pull(ref: str, engine: Engine | None) -> str | None:
     """Pull *ref*; the engine's complaint when that fails, else None."""
     from docker.utils import parse_repository_tag
 
     repository, tag = parse_repository_tag(ref)
     try:
-        client = connect(timeout=PULL_READ_TIMEOUT_S)
+        client = connect(engine, timeout=PULL_READ_TIMEOUT_S)
     except WorkspaceError as exc:
         return str(exc)
     try:

@@ -19,8 +19,9 @@ from typing import IO, Any
 from scaffold.errors import WorkspaceError
 from scaffold.hashing import hash_json, hash_tree
 from scaffold.process_output import tail
+from scaffold.workspaces.engines import Engine
 
-__all__ = ["DEFAULT_BUILD_TIMEOUT_S", "build_image", "task_image_tag"]
+__all__ = ["DEFAULT_BUILD_TIMEOUT_S", "build_image", "copy_image", "task_image_tag"]
 
 DEFAULT_BUILD_TIMEOUT_S = 900.0
 
@@ -51,14 +52,16 @@ def build_image(
     labels: Mapping[str, str],
     timeout: float = DEFAULT_BUILD_TIMEOUT_S,
     log_path: Path,
+    engine: Engine | None = None,
 ) -> str:
-    """``docker build`` through the API with a time limit; the streamed log goes to *log_path*.
+    """``docker build`` through the API with a time limit; the streamed log goes to *log_path*. *engine*:
+    where to build (None: the environment's engine).
 
     The build streams in a thread. When it runs out of time (or the caller is interrupted) the HTTP
     response is closed: the engine sees its client go and cancels the build, killing its RUN step.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    api = _cancellable_api()
+    api = _cancellable_api(engine)
     errors: list[str] = []
     crashed: list[BaseException] = []
 
@@ -112,7 +115,7 @@ def build_image(
     return tag
 
 
-def _cancellable_api() -> Any:
+def _cancellable_api(engine: Engine | None) -> Any:
     """A low-level client whose running build can be cancelled from another thread.
 
     ``APIClient.build`` hides the HTTP response inside the generator it returns; this subclass keeps a
@@ -120,7 +123,8 @@ def _cancellable_api() -> Any:
     for minutes, the overall time limit is :func:`build_image`'s.
     """
     import docker
-    from docker.utils import kwargs_from_env
+
+    from scaffold.workspaces.docker.engine import client_kwargs, own_trust
 
     class CancellableAPI(docker.APIClient):  # type: ignore[misc]
         response: Any = None
@@ -142,4 +146,21 @@ def _cancellable_api() -> Any:
             with contextlib.suppress(Exception):
                 self.close()
 
-    return CancellableAPI(timeout=None, **kwargs_from_env())
+    return own_trust(CancellableAPI(timeout=None, **client_kwargs(engine)), engine)
+
+
+def copy_image(source: Any, target: Any, tag: str) -> bool:
+    """Load the image *tag* of the engine *source* into the engine *target* (both ``DockerClient``s), as
+    ``docker save | docker load`` would, streamed; False when *source* has no such image. How a pool's
+    engines get the offline base images that were built once, on one of them."""
+    from docker.errors import ImageNotFound
+
+    try:
+        image = source.images.get(tag)
+    except ImageNotFound:
+        return False
+    try:
+        target.images.load(image.save(named=True))
+    except Exception as exc:
+        raise WorkspaceError(f"cannot copy the image {tag} to the engine: {exc}") from None
+    return True

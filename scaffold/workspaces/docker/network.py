@@ -7,19 +7,25 @@ Validation never has a network. The agent's container, when the agent calls a mo
 * the same host-only network with ``HTTPS_PROXY`` pointing at the egress proxy on its gateway
   (scaffold.workspaces.docker.egress), which opens connections to the endpoint's ``host:port`` only,
   for a provider elsewhere whose address is known;
-* the engine's default **bridge** otherwise (an unknown endpoint, or ``COMET_DOCKER_EGRESS=open`` for a
-  remote engine, where this machine cannot serve a proxy on the engine's network).
+* the engine's default **bridge** otherwise (an unknown endpoint, or ``COMET_DOCKER_EGRESS=open``).
+
+On a remote engine (``tcp://``, ``ssh://``) the host-only network's gateway is the engine's host, not
+this machine, so the proxy runs there, as a relay container (scaffold.workspaces.docker.relay), with the
+same allow-list: the provider's endpoint, or for an endpoint on this machine's loopback, this machine's
+address as the engine sees it (the agent's base URL is rewritten to that address).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from scaffold.errors import WorkspaceError
 from scaffold.workspaces.docker.egress import EgressProxy, Refusal
+from scaffold.workspaces.docker.relay import EngineRelay, controller_address
 from scaffold.workspaces.docker.sessions import OWNER
+from scaffold.workspaces.engines import Engine
 
 __all__ = ["EGRESS_ENV", "HOST_ONLY_NETWORK", "AgentNetworking", "egress_mode"]
 
@@ -41,15 +47,38 @@ def egress_mode() -> Literal["proxy", "open"]:
 class AgentNetworking:
     """The network the agents' containers of one backend join (see the module docstring)."""
 
-    def __init__(self, client: Any, api: Any, *, scope: Literal["host", "internet"], endpoints: Sequence[str]) -> None:
+    def __init__(
+        self,
+        client: Any,
+        api: Any,
+        *,
+        scope: Literal["host", "internet"],
+        endpoints: Sequence[str],
+        engine: Engine | None = None,
+        relay_image: Callable[[], str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self._client = client
         self._api = api
-        self.egress: tuple[str, ...] = tuple(endpoints) if scope == "internet" and egress_mode() == "proxy" else ()
-        """The endpoints reached through the egress proxy; empty when there is no proxy."""
+        self.remote = engine is not None and not engine.local
+        """The engine is elsewhere: the proxy is a relay container there, and this machine is reached at
+        :attr:`controller`, through it."""
+        self.controller: str | None = controller_address(engine) if engine is not None and self.remote else None
+        egress: tuple[str, ...] = ()
+        if scope == "internet" and egress_mode() == "proxy":
+            egress = tuple(endpoints)
+        elif scope == "host" and self.controller is not None:
+            # The endpoint listens on this machine's loopback port: reached at this machine's address.
+            egress = tuple(f"{_bracket(self.controller)}:{e.rpartition(':')[2]}" for e in endpoints)
+        self.egress = egress
+        """The endpoints reached through the egress proxy (or relay); empty when there is none."""
         self.host_only = scope == "host" or bool(self.egress)
         self.name = HOST_ONLY_NETWORK if self.host_only else "bridge"
         self._ready = not self.host_only
         self._proxy: EgressProxy | None = None
+        self._relay: EngineRelay | None = None
+        self._relay_image = relay_image
+        self._labels = dict(labels or {})
         self._gateway: str | None = None
 
     def mode(self) -> str:
@@ -83,8 +112,21 @@ class AgentNetworking:
         return {**dict.fromkeys(_PROXY_VARIABLES, proxy), "NO_PROXY": local, "no_proxy": local}
 
     def _egress_proxy(self) -> str:
-        """The proxy's URL as containers see it, started on the host-only network's gateway address
-        (this machine's side of that network) on first use."""
+        """The proxy's URL as containers see it, started on first use: on the host-only network's gateway
+        address (this machine's side of that network), or as the relay of a remote engine."""
+        if self.remote:
+            if self._relay is None:
+                if self._relay_image is None:
+                    raise WorkspaceError("a remote engine's egress relay needs an image")
+                self._relay = EngineRelay(
+                    self._client,
+                    self._api,
+                    image=self._relay_image(),
+                    network=self.mode(),
+                    allowed=self.egress,
+                    labels=self._labels,
+                )
+            return self._relay.url
         if self._proxy is None:
             network = self._client.networks.get(self.mode())
             configs = (network.attrs.get("IPAM") or {}).get("Config") or []
@@ -97,10 +139,15 @@ class AgentNetworking:
     @property
     def refusals(self) -> list[Refusal]:
         """Connections the egress proxy refused so far (targets other than the model endpoint)."""
+        if self._relay is not None:
+            return self._relay.refusals
         return list(self._proxy.refusals) if self._proxy else []
 
     def gateway(self, container_id: str) -> str | None:
-        """The agent network's gateway (this machine), the same for every container: inspected once."""
+        """This machine's address as the agent's containers reach it, the same for every container: the
+        agent network's gateway (inspected once), or on a remote engine the address the engine sees."""
+        if self.controller is not None:
+            return self.controller
         if self._gateway is None:
             settings = self._api.inspect_container(container_id).get("NetworkSettings") or {}
             gateways = [n.get("Gateway") for n in (settings.get("Networks") or {}).values()]
@@ -132,6 +179,13 @@ class AgentNetworking:
         return dict.fromkeys((*_PROXY_VARIABLES, "NO_PROXY", "no_proxy"), "")
 
     def close(self) -> None:
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
         if self._proxy is not None:
             self._proxy.close()
             self._proxy = None
+
+
+def _bracket(address: str) -> str:
+    return f"[{address}]" if ":" in address else address

@@ -30,7 +30,7 @@ from scaffold.workspaces.base import endpoint_of
 from scaffold.workspaces.docker import DockerBackend
 from tests.support.agents import SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO, TaskFactory, make_runner
-from tests.support.netns import FarHost
+from tests.support.netns import PROBE, FarHost
 
 pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
 
@@ -116,30 +116,6 @@ def test_real_cli_reaches_a_remote_endpoint_through_the_proxy_only(
     assert backend.network_name == "comet-eval-host-only"
     assert record.verdict == "passed", (record.checks, record.errors, record.trajectory and record.trajectory.errors)
     assert record.trajectory is not None and record.trajectory.skills_invoked == ("markdown-report",)
-
-
-PROBE = """\
-import socket, sys, urllib.request, urllib.error
-allowed, other = sys.argv[1], sys.argv[2]
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return str(r.status)
-    except urllib.error.HTTPError as e:
-        return str(e.code)
-    except Exception as e:
-        return type(e).__name__
-print("allowed", get(allowed))
-print("other", get(other))
-host, port = other.split("//")[1].split("/")[0].split(":")
-s = socket.socket()
-s.settimeout(3)
-try:
-    s.connect((host, int(port)))
-    print("direct", "connected")
-except OSError as e:
-    print("direct", type(e).__name__)
-"""
 
 
 def test_a_container_reaches_nothing_but_the_endpoint(
