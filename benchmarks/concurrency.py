@@ -189,7 +189,7 @@ def one_run(backend: str, n: int, trials: int, latency: float, root: Path, cli_d
     tree = (after_children.ru_utime + after_children.ru_stime - before_children.ru_utime - before_children.ru_stime) + (
         after_self.ru_utime + after_self.ru_stime - before_self.ru_utime - before_self.ru_stime
     )
-    experiment = work / "logs" / f"concurrency-{backend}-{n}"
+    experiment = work / "logs" / "experiments" / f"concurrency-{backend}-{n}"
     phases, first, last, count, failed = trial_phases(experiment)
     if proc.returncode != 0 or count != trials or failed:
         tail_out = (proc.stdout + proc.stderr)[-3000:]
@@ -223,6 +223,31 @@ def describe(run: Run, base: Run | None) -> str:
         f"         before the first trial {run.startup:.1f} s, after the last {run.tail:.1f} s;"
         f" median trial phases (s): {phases}"
     )
+
+
+def bare_cli(cli: str, latency: float, root: Path, runs: int = 3) -> tuple[float, float]:
+    """Median wall and CPU seconds of the same trial without the harness: the CLI in a fresh folder,
+    the same prompt and script, one process (its own floor: no harness can run a trial in less)."""
+    script = load_script(SCRIPT).model_copy(update={"latency": latency})
+    walls, cpus = [], []
+    with ScriptedModelServer(script, host="127.0.0.1") as server:
+        env = run_env(root / "bare", server.url, str(Path(cli).parent))
+        env["IS_SANDBOX"] = "1"  # as the adapter does: Claude Code refuses to skip permissions as root otherwise
+        for i in range(runs):
+            folder = root / "bare" / f"ws{i}"
+            folder.mkdir(parents=True)
+            argv = [cli, "-p", "Write result.md as the instruction says.", "--output-format", "stream-json"]
+            argv += ["--verbose", "--model", "claude-sonnet-4-5", "--dangerously-skip-permissions"]
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            proc = subprocess.run(argv, check=False, cwd=folder, env=env, capture_output=True, text=True)
+            walls.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            if proc.returncode != 0 or not (folder / "result.md").exists():
+                raise RuntimeError(f"the bare CLI run failed ({proc.returncode}): {proc.stderr[-1000:]}")
+    shutil.rmtree(root / "bare", ignore_errors=True)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def docker_ready() -> str | None:
@@ -264,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="comet-bench-concurrency-") as tmp:
+        bare_wall, bare_cpu = bare_cli(str(cli), args.latency, Path(tmp))
+        cores = os.cpu_count() or 1
+        print(
+            f"the CLI alone, one trial without the harness (median of 3): wall {bare_wall:.2f} s, CPU {bare_cpu:.2f} s"
+            f" (of which the model's latency: {bare_wall - bare_cpu if bare_wall > bare_cpu else 0:.1f} s or so)"
+        )
         for backend in backends:
             print(f"{backend} backend:", flush=True)
             base: Run | None = None
@@ -272,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
                 base = base or run
                 runs.append(run)
                 print(describe(run, base), flush=True)
+                cli_floor = max(args.trials * bare_wall / n, args.trials * bare_cpu / cores)
+                print(
+                    f"         against the CLI alone: floor {cli_floor:.1f} s (its wall x trials / n, or its CPU x"
+                    f" trials / cores), ratio {run.wall / cli_floor:.2f}; the harness's CPU beyond the CLI's:"
+                    f" {(run.busy_cpu - args.trials * bare_cpu) / args.trials:.2f} s per trial",
+                    flush=True,
+                )
                 shutil.rmtree(Path(tmp) / f"{backend}-n{n}", ignore_errors=True)
     print()
     ok = True
