@@ -55,6 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from scaffold.agents.locate import locate  # noqa: E402
 from scaffold.modelserver import ScriptedModelServer, load_script  # noqa: E402
+from tests.support.agents import scripted_run_env  # noqa: E402  (the environment of the e2e tests' runs)
 
 SCRIPT = REPO / "tests" / "data" / "e2e" / "claude-skill-smoke-control.yaml"
 RATIO_GOAL = 1.5
@@ -124,25 +125,6 @@ class Run:
         return self.wall / self.floor if self.floor > 0 else float("inf")
 
 
-def run_env(root: Path, url: str, cli_dir: str) -> dict[str, str]:
-    """The environment of one run: Claude Code pointed at the scripted server, private HOME and TMPDIR,
-    the machine's agent cache (the docker backend mounts the CLI installed there) and engine."""
-    (root / "tmp").mkdir(parents=True, exist_ok=True)
-    env = {
-        "PATH": cli_dir + os.pathsep + os.environ.get("PATH", os.defpath),
-        "HOME": str(root / "home"),
-        "TMPDIR": str(root / "tmp"),
-        "COMET_EVAL_HOME": str(root / "eval-home"),
-        "LANG": "C.UTF-8",
-        "ANTHROPIC_API_KEY": "sk-ant-benchmark-not-a-real-key",
-        "ANTHROPIC_BASE_URL": url,
-        "BENCH_CC_MODEL": "claude-sonnet-4-5",
-        "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
-    }
-    env.update({k: v for k, v in os.environ.items() if k.startswith(("DOCKER_", "COMET_DOCKER"))})
-    return env
-
-
 def trial_phases(experiment: Path) -> tuple[dict[str, float], float, float, int, list[str]]:
     """Median phase seconds, the earliest start and latest end (epoch seconds), the trial count, and
     the verdicts that were not "passed"."""
@@ -179,7 +161,7 @@ def one_run(backend: str, n: int, trials: int, latency: float, root: Path, cli_d
         started = time.time()
         with MemorySampler() as memory:
             proc = subprocess.run(
-                argv, check=False, cwd=work, env=run_env(work, url, cli_dir), capture_output=True, text=True
+                argv, check=False, cwd=work, env=scripted_run_env(work, url, cli_dir), capture_output=True, text=True
             )
         ended = time.time()
         busy = busy_cpu_seconds() - busy
@@ -230,8 +212,9 @@ def bare_cli(cli: str, latency: float, root: Path, runs: int = 3) -> tuple[float
     the same prompt and script, one process (its own floor: no harness can run a trial in less)."""
     script = load_script(SCRIPT).model_copy(update={"latency": latency})
     walls, cpus = [], []
+    (root / "bare").mkdir(parents=True)
     with ScriptedModelServer(script, host="127.0.0.1") as server:
-        env = run_env(root / "bare", server.url, str(Path(cli).parent))
+        env = scripted_run_env(root / "bare", server.url, str(Path(cli).parent))
         env["IS_SANDBOX"] = "1"  # as the adapter does: Claude Code refuses to skip permissions as root otherwise
         for i in range(runs):
             folder = root / "bare" / f"ws{i}"

@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.collection import clean_env  # noqa: E402  (the same environment as collection's runs)
 from scaffold.agents import create_agent  # noqa: E402
 from scaffold.cases import Case  # noqa: E402
 from scaffold.experiment import Experiment  # noqa: E402
@@ -187,16 +188,6 @@ def startup_project(root: Path, tasks: Path) -> Path:
     return project
 
 
-def startup_env() -> dict[str, str]:
-    """The environment without what would make the run unlike a user's: no bytecode switched off (this
-    machine's sessions set PYTHONDONTWRITEBYTECODE, so every run would compile everything again), no
-    extra pytest options or plugins from the caller."""
-    env = dict(os.environ)
-    for key in ("PYTHONDONTWRITEBYTECODE", "PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
-        env.pop(key, None)
-    return env
-
-
 def startup_run(project: Path, tasks: Path, n: int, extra: tuple[str, ...]) -> float:
     """Wall seconds of one whole `pytest` process running one oracle trial of the bench task."""
     pytest_bin = Path(sys.executable).parent / "pytest"
@@ -205,7 +196,7 @@ def startup_run(project: Path, tasks: Path, n: int, extra: tuple[str, ...]) -> f
     command += ["--tasks-dir", str(tasks), "--task", "bench", "--count", "1", "--agent", "oracle"]
     command += ["--logs-dir", str(project / "logs"), "--experiment-id", f"startup-{n}", *extra]
     start = time.perf_counter()
-    proc = subprocess.run(command, cwd=project, env=startup_env(), capture_output=True, text=True, check=False)
+    proc = subprocess.run(command, cwd=project, env=clean_env(), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if proc.returncode != 0 or "1 passed" not in proc.stdout:
         raise RuntimeError(f"1-trial run failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")

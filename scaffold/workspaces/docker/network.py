@@ -63,11 +63,14 @@ class AgentNetworking:
         self.remote = engine is not None and not engine.local
         """The engine is elsewhere: the proxy is a relay container there, and this machine is reached at
         :attr:`controller`, through it."""
-        self.controller: str | None = controller_address(engine) if engine is not None and self.remote else None
+        # Found only for an endpoint on this machine: nothing else is rewritten to it.
+        self.controller: str | None = None
+        if engine is not None and self.remote and scope == "host":
+            self.controller = controller_address(engine)
         egress: tuple[str, ...] = ()
         if scope == "internet" and egress_mode() == "proxy":
             egress = tuple(endpoints)
-        elif scope == "host" and self.controller is not None:
+        elif self.controller is not None:
             # The endpoint listens on this machine's loopback port: reached at this machine's address.
             egress = tuple(f"{_bracket(self.controller)}:{e.rpartition(':')[2]}" for e in endpoints)
         self.egress = egress

@@ -104,9 +104,12 @@ class PoolBackend:
         """The engines this worker lost during the session, with the reason."""
         return dict(self._dead)
 
+    def _live(self) -> list[Engine]:
+        return [e for e in self._engines if e.url not in self._dead]
+
     def _backend(self) -> DockerBackend:
         while self._current is None:
-            live = [e for e in self._engines if e.url not in self._dead]
+            live = self._live()
             if not live:
                 raise WorkspaceError(
                     "every engine of the pool is unreachable: "
@@ -122,8 +125,8 @@ class PoolBackend:
 
     def _lose(self, url: str, why: str) -> None:
         self._dead[url] = why
-        live = [e.url for e in self._engines if e.url not in self._dead]
-        after = f"; the next trials run on {live[0]}" if live else "; no engine of the pool is left"
+        live = self._live()
+        after = f"; the next trials run on {live[0].url}" if live else "; no engine of the pool is left"
         self._say(f"engine {url} is gone ({why}){after}")
 
     def _run(self, step: Callable[[DockerBackend], T]) -> T:
