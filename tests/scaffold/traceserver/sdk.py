@@ -24,8 +24,9 @@ _DROP = ("LANGSMITH_", "LANGCHAIN_", "LANGFUSE_", "PYTEST_", "OTEL_", "COMET_")
 
 
 def clean_env(extra: Mapping[str, str]) -> dict[str, str]:
+    # Bytecode is left to the caller's setting: each of these processes loads the SDK's pytest plugin, and
+    # pytest re-parses the SDK's whole package (about 270 modules) in every one that may not cache it.
     env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP)}
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return {**env, **extra}
 
 

@@ -120,6 +120,7 @@ def test_multipart_posts_patches_and_feedback_merge_by_run() -> None:
         [
             (f"patch.{run}", {"id": run, "end_time": "2026-01-01T00:00:01", "name": None}),
             (f"patch.{run}.outputs", {"passed": True}),
+            (f"patch.{run}.error", "AssertionError('assert False')"),
             ("feedback.f1", {"id": "f1", "run_id": run, "key": "pass", "score": 1}),
         ],
     )
@@ -140,10 +141,16 @@ def test_multipart_posts_patches_and_feedback_merge_by_run() -> None:
     assert runs[run]["name"] == "case"  # a patch's null never erases
     assert runs[run]["inputs"] == {"task": "t"} and runs[run]["outputs"] == {"passed": True}
     assert runs[run]["end_time"] == "2026-01-01T00:00:01"
+    assert runs[run]["error"] == "AssertionError('assert False')"
     assert runs[run]["attachments"] == [{"name": "image", "content_type": "application/octet-stream", "bytes": 7}]
     assert runs[child]["parent_run_id"] == run
     assert [(f["key"], f["score"]) for f in decoded["feedback"]] == [("pass", 1)]
-    assert [p["name"] for p in requests[1]["body"]["parts"]] == [f"patch.{run}", f"patch.{run}.outputs", "feedback.f1"]
+    assert [p["name"] for p in requests[1]["body"]["parts"]] == [
+        f"patch.{run}",
+        f"patch.{run}.outputs",
+        f"patch.{run}.error",
+        "feedback.f1",
+    ]
 
 
 def test_a_bad_body_is_answered_and_changes_nothing() -> None:
