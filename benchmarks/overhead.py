@@ -2,7 +2,7 @@
 
 local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric, atomic record) against
         the same commands run by bare subprocess in fresh directories, one trial of each back to back
-        (trials x rounds pairs). Goal: at most 5 ms added per trial (median of the pair differences).
+        (trials x rounds pairs). Goal: at most 3 ms added per trial (median of the pair differences).
 docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
         image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
 start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with the oracle in a fresh
@@ -174,6 +174,8 @@ def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
 
 
 STARTUP_GOAL = 1.0
+ADDED_GOAL_MS = 3.0
+"""Wall milliseconds a local trial may add over the same commands run bare (issue 17's goal)."""
 # Installed here for the repository's own tests and tracing suites, not by `pip install comet-eval`: they
 # load in every pytest session of this environment (langsmith's alone costs about 0.8 s), ours or not.
 OPTIONAL_PLUGINS = ("langsmith_plugin", "hypothesispytest")
@@ -288,11 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             h, b = pairs["h"], pairs["b"]
             added = statistics.median(x - y for x, y in zip(h, b, strict=True)) * 1000
             added_cpu = statistics.median(x - y for x, y in zip(pairs["h_cpu"], pairs["b_cpu"], strict=True)) * 1000
-            verdict = "PASS" if added <= 5 else "MISS"
+            verdict = "PASS" if added <= ADDED_GOAL_MS else "MISS"
             print(
                 f"local: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
-                f" trial (medians); added {added:.1f} ms per trial, median of pair differences (goal <= 5 ms:"
-                f" {verdict}); ratio {statistics.median(h) / statistics.median(b):.2f}"
+                f" trial (medians); added {added:.1f} ms per trial, median of pair differences"
+                f" (goal <= {ADDED_GOAL_MS:g} ms: {verdict}); ratio {statistics.median(h) / statistics.median(b):.2f}"
             )
             print(
                 f"local: added CPU {added_cpu:.1f} ms per trial (harness and bare, process and children;"
