@@ -26,8 +26,13 @@ The last lines are one per backend and ``-n``, in the form a script reads:
 
 Goal: ratio (wall / floor) at most 1.5 at every ``-n``, and ``-n 16`` never slower than ``-n 8``.
 
+The optional pytest plugins this environment has for the repository's own tests (langsmith's and
+hypothesis's, not installed by ``pip install comet-eval``) are blocked in the runs, as overhead.py's
+start-up does: each xdist worker loads every installed plugin, and these two double a worker's start
+(measured: 0.84 CPU s a worker without them, 1.64 s with). ``--as-installed`` keeps them.
+
     .venv/bin/python benchmarks/concurrency.py [--trials 32] [--latency 2] [--levels 1,4,8,16]
-                                               [--backend local|docker|both]
+                                               [--backend local|docker|both] [--as-installed]
 
 Needs the claude CLI (``comet agents install claude-code``, or ``$COMET_AGENT_BIN_DIR``) and, for the
 docker backend, a reachable engine with the base image (the test suite builds it).
@@ -46,6 +51,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -140,7 +146,19 @@ def trial_phases(experiment: Path) -> tuple[dict[str, float], float, float, int,
     return medians, min(starts, default=0.0), max(ends, default=0.0), len(records), failed
 
 
-def one_run(backend: str, n: int, trials: int, latency: float, root: Path, cli_dir: str) -> Run:
+def blocked_plugins() -> list[str]:
+    """``-p no:NAME`` for each optional plugin (overhead.OPTIONAL_PLUGINS) installed here."""
+    from importlib.metadata import entry_points
+
+    from benchmarks.overhead import OPTIONAL_PLUGINS
+
+    present = {ep.name for ep in entry_points(group="pytest11")}
+    return [arg for name in OPTIONAL_PLUGINS if name in present for arg in ("-p", f"no:{name}")]
+
+
+def one_run(
+    backend: str, n: int, trials: int, latency: float, root: Path, cli_dir: str, extra: Sequence[str] = ()
+) -> Run:
     work = root / f"{backend}-n{n}"
     work.mkdir(parents=True)
     log = work / "model-requests.jsonl"
@@ -151,7 +169,7 @@ def one_run(backend: str, n: int, trials: int, latency: float, root: Path, cli_d
         argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), "-q", "-p", "no:cacheprovider"]
         argv += ["--agent", "claude-code", "--task", "generic-skill-smoke", "--treatment", "CONTROL"]
         argv += ["--count", str(trials), "--backend", backend, "--logs-dir", str(work / "logs")]
-        argv += ["--experiment-id", f"concurrency-{backend}-{n}"]
+        argv += ["--experiment-id", f"concurrency-{backend}-{n}", *extra]
         if n > 1:
             argv += ["-n", str(n)]
         before_children = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -253,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per model call (default 2)")
     parser.add_argument("--levels", default="1,4,8,16", help="the -n values (default 1,4,8,16)")
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
+    parser.add_argument("--as-installed", action="store_true", help="keep the optional pytest plugins loaded")
     args = parser.parse_args(argv)
+    extra = [] if args.as_installed else blocked_plugins()
     levels = [int(x) for x in args.levels.split(",")]
     cli = locate("claude", os.environ).found
     bin_dir = Path(os.environ.get("COMET_AGENT_BIN_DIR", "/opt/comet-agents/node_modules/.bin"))
@@ -268,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         backends.remove("docker")
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} cores; {args.trials} trials of Claude Code"
-        f" ({Path(cli).resolve().parent.parent.name or cli}), {args.latency:g} s per model call"
+        f" ({Path(cli).resolve().parent.parent.name or cli}), {args.latency:g} s per model call;"
+        f" optional plugins: {'as installed' if args.as_installed else ' '.join(extra) or 'none installed'}"
     )
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="comet-bench-concurrency-") as tmp:
@@ -282,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{backend} backend:", flush=True)
             base: Run | None = None
             for n in levels:
-                run = one_run(backend, n, args.trials, args.latency, Path(tmp), str(Path(cli).parent))
+                run = one_run(backend, n, args.trials, args.latency, Path(tmp), str(Path(cli).parent), extra)
                 base = base or run
                 runs.append(run)
                 print(describe(run, base), flush=True)
