@@ -247,8 +247,12 @@ def test_network_for_the_agent_but_never_for_validation(
         _, route, _ = run(workspace, ["cat", "/proc/net/route"], tmp_path)
         default = next(line.split()[2] for line in route.splitlines()[1:] if line.split()[1] == "00000000")
         assert ".".join(str(int(default[i : i + 2], 16)) for i in (6, 4, 2, 0)) == gateway
-        # A background job dies with its command; one that shed the exec marker (env -i) outlives it...
-        run(workspace, ["sh", "-c", "echo agent-was-here > note.txt; sleep 600 & env -i setsid sleep 601 &"], tmp_path)
+        # A background job dies with its command; one that shed the exec marker (env -i) outlives it. The
+        # command waits until that one runs unmarked: until its fork has exec'd env, it still carries the
+        # marker, and under load the sweep at the command's end would find it so.
+        unmarked = "env -i setsid sh -c 'touch .unmarked; exec sleep 601' &"
+        started = "while [ ! -e .unmarked ]; do sleep 0.05; done; rm .unmarked"
+        run(workspace, ["sh", "-c", f"echo agent-was-here > note.txt; sleep 600 & {unmarked} {started}"], tmp_path)
         _, table, _ = run(workspace, ["ps", "-eo", "args"], tmp_path)
         assert "sleep 600" not in table and "sleep 601" in table
 
