@@ -59,6 +59,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.overhead import blocking_args, installed_optional_plugins  # noqa: E402
 from scaffold.agents.locate import locate  # noqa: E402
 from scaffold.modelserver import ScriptedModelServer, load_script  # noqa: E402
 from tests.support.agents import scripted_run_env  # noqa: E402  (the environment of the e2e tests' runs)
@@ -144,16 +145,6 @@ def trial_phases(experiment: Path) -> tuple[dict[str, float], float, float, int,
     failed = [f"{r['case_id']}: {r['verdict']}" for r in records if r["verdict"] != "passed"]
     medians = {name: statistics.median(values) for name, values in phases.items()}
     return medians, min(starts, default=0.0), max(ends, default=0.0), len(records), failed
-
-
-def blocked_plugins() -> list[str]:
-    """``-p no:NAME`` for each optional plugin (overhead.OPTIONAL_PLUGINS) installed here."""
-    from importlib.metadata import entry_points
-
-    from benchmarks.overhead import OPTIONAL_PLUGINS
-
-    present = {ep.name for ep in entry_points(group="pytest11")}
-    return [arg for name in OPTIONAL_PLUGINS if name in present for arg in ("-p", f"no:{name}")]
 
 
 def one_run(
@@ -273,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
     parser.add_argument("--as-installed", action="store_true", help="keep the optional pytest plugins loaded")
     args = parser.parse_args(argv)
-    extra = [] if args.as_installed else blocked_plugins()
+    extra = () if args.as_installed else blocking_args(installed_optional_plugins())
     levels = [int(x) for x in args.levels.split(",")]
     cli = locate("claude", os.environ).found
     bin_dir = Path(os.environ.get("COMET_AGENT_BIN_DIR", "/opt/comet-agents/node_modules/.bin"))

@@ -181,6 +181,19 @@ ADDED_GOAL_MS = 3.0
 OPTIONAL_PLUGINS = ("langsmith_plugin", "hypothesispytest")
 
 
+def installed_optional_plugins() -> tuple[str, ...]:
+    """The OPTIONAL_PLUGINS installed in this environment (pytest11 entry points)."""
+    from importlib.metadata import entry_points
+
+    present = {ep.name for ep in entry_points(group="pytest11")}
+    return tuple(name for name in OPTIONAL_PLUGINS if name in present)
+
+
+def blocking_args(names: tuple[str, ...]) -> tuple[str, ...]:
+    """pytest's ``-p no:NAME`` for each of *names*."""
+    return tuple(arg for name in names for arg in ("-p", f"no:{name}"))
+
+
 def startup_project(root: Path, tasks: Path) -> Path:
     """The suite of a 1-trial run: the repository's local/tests/test_tasks.py and a pytest.ini of its own."""
     project = root / "startup"
@@ -222,17 +235,14 @@ def startup_bare(task: Path, root: Path, n: int) -> float:
 
 
 def startup(tasks: Path, root: Path, rounds: int) -> None:
-    from importlib.metadata import entry_points
-
     project = startup_project(root, tasks)
-    present = {ep.name for ep in entry_points(group="pytest11")}
-    blocked = tuple(name for name in OPTIONAL_PLUGINS if name in present)
+    blocked = installed_optional_plugins()
     runs: list[tuple[str, Callable[[int], float]]] = [
         ("comet, as installed", lambda n: startup_run(project, tasks, n, ())),
         ("bare bash", lambda n: startup_bare(tasks / "bench", root, n)),
     ]
     if blocked:
-        extra = tuple(arg for name in blocked for arg in ("-p", f"no:{name}"))
+        extra = blocking_args(blocked)
         runs.insert(1, ("comet, optional plugins off", lambda n: startup_run(project, tasks, n, extra)))
     for _, run in runs:
         run(0)  # warm-up: bytecode, assertion rewriting, the templates' bytecode cache, the disk cache

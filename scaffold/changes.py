@@ -203,7 +203,7 @@ def record_changes(
     # Not flushed on its own: the trial's record is written after it, into the same folder, and that
     # durable write flushes the folder (and, on journaling file systems, the transaction holding this
     # file). A crash before it leaves no record, and then the trial runs again anyway. Two flushes less
-    # per trial (about 0.7 ms: benchmarks/overhead.py).
+    # per trial: 54.2 against 58.6 ms a local oracle trial, side by side (benchmarks/README.md).
     write_json_atomic(path, found.to_json(), durable=False)
     return found
 
