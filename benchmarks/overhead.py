@@ -6,10 +6,15 @@ local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric,
 docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
         image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
 start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with the oracle in a fresh
-        process, against a fresh ``bash`` running the same commands (the fixed cost a user waits for).
-        Goal: at most 1.0 s. Inspect AI's local sandbox is not compared: it is not installed here.
+        process, against a fresh ``bash`` running the same commands (the fixed cost a user waits for), and
+        with ``--inspect-python`` against Inspect AI's ``inspect eval`` of the same task on its local
+        sandbox (benchmarks/inspect_side.py). Goal: at most 1.0 s.
+marginal: whole runs of 1 and ``--marginal-trials`` trials of each of the three, one after another in
+        one process each (``pytest --count N``; ``inspect eval`` with ``--max-samples 1``; one ``bash``
+        running the commands N times): (wall of N - wall of 1) / (N - 1), the cost of one more trial.
 
     .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both|startup]
+                                            [--inspect-python /opt/inspect/bin/python] [--marginal-trials 101]
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import inspect_side  # noqa: E402
 from benchmarks.collection import clean_env  # noqa: E402  (the same environment as collection's runs)
 from scaffold.agents import create_agent  # noqa: E402
 from scaffold.cases import Case  # noqa: E402
@@ -203,38 +210,61 @@ def startup_project(root: Path, tasks: Path) -> Path:
     return project
 
 
-def startup_run(project: Path, tasks: Path, n: int, extra: tuple[str, ...]) -> float:
-    """Wall seconds of one whole `pytest` process running one oracle trial of the bench task."""
+def startup_run(project: Path, tasks: Path, n: int, extra: tuple[str, ...], count: int = 1) -> float:
+    """Wall seconds of one whole `pytest` process running *count* oracle trials of the bench task."""
     pytest_bin = Path(sys.executable).parent / "pytest"
     command = [str(pytest_bin)] if pytest_bin.exists() else [sys.executable, "-m", "pytest"]
     command += ["tests", "-q", "-p", "no:cacheprovider", "-c", str(project / "pytest.ini"), "--rootdir", str(project)]
-    command += ["--tasks-dir", str(tasks), "--task", "bench", "--count", "1", "--agent", "oracle"]
-    command += ["--logs-dir", str(project / "logs"), "--experiment-id", f"startup-{n}", *extra]
+    command += ["--tasks-dir", str(tasks), "--task", "bench", "--count", str(count), "--agent", "oracle"]
+    command += ["--logs-dir", str(project / "logs"), "--experiment-id", f"startup-{n}-{count}", *extra]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=project, env=clean_env(), capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
-    if proc.returncode != 0 or "1 passed" not in proc.stdout:
-        raise RuntimeError(f"1-trial run failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    if proc.returncode != 0 or f"{count} passed" not in proc.stdout:
+        raise RuntimeError(f"{count}-trial run failed ({proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
     return wall
 
 
-def startup_bare(task: Path, root: Path, n: int) -> float:
-    """Wall seconds of a fresh bash copying the environment, running solve.sh and the check in a new folder."""
+def startup_bare(task: Path, root: Path, n: int, count: int = 1) -> float:
+    """Wall seconds of a fresh bash copying the environment, running solve.sh and the check in a new
+    folder, *count* times."""
     env = bare_local_env(root)
-    ws = root / f"startup-bare-{n}"
+    base = root / f"startup-bare-{n}-{count}"
+    base.mkdir()
     script = (
-        f"set -eu; mkdir {ws}; cp -r {task}/environment/. {ws}; cd {ws}; bash {task}/solution/solve.sh;"
-        f" cp -r {task}/validation .eval-validation; {sys.executable} .eval-validation/check.py;"
-        " grep -q passed _test_results.json"
+        f'set -eu; for i in $(seq {count}); do ws={base}/$i; mkdir "$ws"; cp -r {task}/environment/. "$ws";'
+        f' cd "$ws"; bash {task}/solution/solve.sh; cp -r {task}/validation .eval-validation;'
+        f" {sys.executable} .eval-validation/check.py; grep -q passed _test_results.json; done"
     )
     start = time.perf_counter()
     subprocess.run(["bash", "-c", script], env=env, check=True)
     wall = time.perf_counter() - start
-    shutil.rmtree(ws)
+    shutil.rmtree(base)
     return wall
 
 
-def startup(tasks: Path, root: Path, rounds: int) -> None:
+@dataclass
+class Inspect:
+    """Inspect AI's side (benchmarks/inspect_side.py): its interpreter and the task file written for it."""
+
+    python: str
+    task_file: Path
+    env: dict[str, str]
+
+    @classmethod
+    def make(cls, python: str, tasks: Path, root: Path) -> Inspect:
+        shim = root / "shim"
+        bare_local_env(root)  # writes the validation helper's shim, which the check imports
+        env = {"PATH": os.environ["PATH"], "HOME": str(root / "inspect-home"), "LANG": "C.UTF-8"}
+        return cls(python, inspect_side.write_task(root, tasks / "bench", shim), env)
+
+    def run(self, n: int, count: int = 1) -> float:
+        return inspect_side.run(
+            self.python, self.task_file, count, self.task_file.parent / f"inspect-logs-{n}", self.env
+        )
+
+
+def startup(tasks: Path, root: Path, rounds: int, inspect: Inspect | None) -> None:
     project = startup_project(root, tasks)
     blocked = installed_optional_plugins()
     runs: list[tuple[str, Callable[[int], float]]] = [
@@ -244,6 +274,8 @@ def startup(tasks: Path, root: Path, rounds: int) -> None:
     if blocked:
         extra = blocking_args(blocked)
         runs.insert(1, ("comet, optional plugins off", lambda n: startup_run(project, tasks, n, extra)))
+    if inspect is not None:
+        runs.insert(-1, ("Inspect AI, local sandbox", inspect.run))
     for _, run in runs:
         run(0)  # warm-up: bytecode, assertion rewriting, the templates' bytecode cache, the disk cache
     times: dict[str, list[float]] = {label: [] for label, _ in runs}
@@ -263,7 +295,34 @@ def startup(tasks: Path, root: Path, rounds: int) -> None:
         print(
             f"  (optional plugins: {', '.join(blocked)}: installed for the repository's own tests, not by comet-eval)"
         )
-    print("  Inspect AI (local sandbox): not installed here, not compared")
+    if inspect is None:
+        print("  Inspect AI (local sandbox): not compared (give --inspect-python)")
+
+
+def marginal(tasks: Path, root: Path, count: int, rounds: int, inspect: Inspect | None) -> None:
+    """The cost of one more trial, from whole runs of 1 and *count* trials (see the module docstring)."""
+    project = startup_project(root / "marginal", tasks)
+    extra = blocking_args(installed_optional_plugins())
+    tools: list[tuple[str, Callable[[int, int], float]]] = [
+        ("comet", lambda n, k: startup_run(project, tasks, n, extra, count=k)),
+        ("bare bash", lambda n, k: startup_bare(tasks / "bench", root, n, count=k)),
+    ]
+    if inspect is not None:
+        tools.insert(1, ("Inspect AI, local sandbox", inspect.run))
+    costs: dict[str, list[float]] = {label: [] for label, _ in tools}
+    for r in range(1, rounds + 1):
+        for label, run in tools:
+            one, many = run(100 + r, 1), run(200 + r, count)
+            costs[label].append((many - one) / (count - 1))
+        print(
+            "  round " + str(r) + ": " + "   ".join(f"{k} {v[-1] * 1000:.1f} ms" for k, v in costs.items()), flush=True
+        )
+    med = {label: statistics.median(values) * 1000 for label, values in costs.items()}
+    print(
+        f"marginal trial, whole runs of 1 and {count} trials (medians): "
+        + ", ".join(f"{label} {value:.1f} ms" for label, value in med.items())
+        + f"; comet adds {med['comet'] - med['bare bash']:.1f} ms over bare"
+    )
 
 
 def alternate(rounds: int, a: Callable[[int], float], b: Callable[[int], float]) -> tuple[list[float], list[float]]:
@@ -283,14 +342,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
     parser.add_argument("--backend", choices=("local", "docker", "both", "startup"), default="both")
     parser.add_argument("--startup-rounds", type=int, default=5, help="rounds of the 1-trial run (default 5)")
+    parser.add_argument("--inspect-python", metavar="PYTHON", help="an interpreter with inspect-ai, to compare")
+    parser.add_argument("--marginal-trials", type=int, default=101, help="trials of the long whole runs (default 101)")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="comet-bench-overhead-") as tmp:
         root = Path(tmp)
         tasks = make_task(root)
         print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, {args.trials} trials x {args.rounds} rounds")
+        inspect = None
+        if args.inspect_python:
+            inspect = Inspect.make(args.inspect_python, tasks, root)
+            print(f"Inspect AI {inspect_side.version(args.inspect_python)} ({args.inspect_python})")
         print(f"start-up: {args.startup_rounds} rounds of alternating 1-trial runs after 1 warm-up each:")
-        startup(tasks, root, args.startup_rounds)
+        startup(tasks, root, args.startup_rounds, inspect)
+        print(f"marginal: {args.rounds} rounds of whole runs of 1 and {args.marginal_trials} trials:")
+        marginal(tasks, root, args.marginal_trials, args.rounds, inspect)
         if args.backend == "startup":
             return 0
         if args.backend in ("local", "both"):

@@ -108,6 +108,15 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="refuse to start when an engine of the pool is unreachable (default: leave it out, and say so)",
     )
     add(
+        "--start-window",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="for agents that call a model: at most one trial start per core of the machine that runs them "
+        "(this one, or each engine's host) in any such window, so the agents' start-up bursts overlap other "
+        "trials' model calls instead of each other (default 1; 0 starts every trial at once)",
+    )
+    add(
         "--image-alias-file",
         default=None,
         metavar="FILE",

@@ -181,7 +181,18 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         docker_hosts=tuple(config.getoption("comet_docker_host")),
         docker_pool=path("docker_pool"),
         require_all_engines=bool(config.getoption("comet_require_all_engines")),
+        **_start_window(config),
     )
+
+
+def _start_window(config: pytest.Config) -> dict[str, float]:
+    """``--start-window``, only when given (SessionOptions holds the default); a negative one is refused."""
+    window = config.getoption("comet_start_window")
+    if window is None:
+        return {}
+    if window < 0:
+        raise pytest.UsageError(f"--start-window {window:g}: use 0 (off) or a number of seconds")
+    return {"start_window": float(window)}
 
 
 def _count(config: pytest.Config) -> int:

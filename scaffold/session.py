@@ -49,6 +49,7 @@ from scaffold.skill_eval.resolve import (
     select_tasks,
     with_agent_endpoint,
 )
+from scaffold.start_gate import DEFAULT_WINDOW_S, StartGate
 from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
@@ -63,6 +64,7 @@ from scaffold.trial import KeepPolicy, Runner, Settings
 from scaffold.workspaces.backends import create_backend, sweep_crashed
 from scaffold.workspaces.engines import Engine, order, resolve_pool, total_capacity
 from scaffold.workspaces.image_aliases import resolve_image_aliases
+from scaffold.workspaces.owners import state_root
 from scaffold.workspaces.uv_tool import uv_binaries
 
 if TYPE_CHECKING:
@@ -136,6 +138,9 @@ class Options:
     """``--docker-pool FILE``: a pool file (else ``$COMET_DOCKER_POOL``)."""
     require_all_engines: bool = False
     """Refuse to start when an engine of the pool is unreachable, rather than leave it out."""
+    start_window: float = DEFAULT_WINDOW_S
+    """``--start-window SECONDS``: at most one trial start per core of the machine running the agents in
+    any such window, for agents that call a model (scaffold.start_gate); 0 starts every trial at once."""
 
 
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
@@ -601,7 +606,16 @@ class HarnessSession:
             worker=worker,
             judge=self.judge_run(),
             uv_binaries=uv_binaries,
+            start_gate=self.start_gate(),
         )
+
+    def start_gate(self) -> StartGate | None:
+        """The gate that spaces trial starts (scaffold.start_gate): for agents that call a model, shared by
+        every worker and session of this user on this machine; None when off or needless."""
+        window = self.options.start_window
+        if window <= 0 or not self.agent().network.enabled:
+            return None
+        return StartGate(state_root() / "start-gate", window)
 
     def image_aliases(self) -> dict[str, str]:
         """The image aliases: the file (``--image-alias-file``, else ``$COMET_IMAGE_ALIAS_FILE``), then

@@ -40,6 +40,7 @@ from scaffold.record_files import read_record, stream_names, write_record
 from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
 from scaffold.reports.transcripts import write_transcript
 from scaffold.rubrics import Dimension, RubricInput
+from scaffold.start_gate import StartGate
 from scaffold.tasks import Task, TaskCatalog
 from scaffold.trajectory import Trajectory
 from scaffold.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog, task_treatment
@@ -109,6 +110,9 @@ class Runner:
     uv_binaries: Callable[[], Path] | None = None
     """A host folder with ``uv`` and ``uvx`` for the stand-in of Harbor verifiers that bootstrap uv from
     the internet (scaffold.validation.harbor); called only when a task needs it."""
+    start_gate: StartGate | None = None
+    """Spaces the starts of trials on one machine (scaffold.start_gate); None: every trial starts at once.
+    The session sets it for agents that call a model."""
     _hashes: dict[Path, str] = field(default_factory=dict)
     _prepared: set[tuple[str, bool]] = field(default_factory=set)
 
@@ -220,9 +224,12 @@ class Runner:
         task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
         task = with_profile_defaults(task, profile)  # the interaction the trial runs: the task's, else its profile's
+        # Before the trial's clock starts: a wait for the machine's cores is the harness's, not the trial's
+        # time. Recorded (start_wait_s) when there was one; it is not part of duration_s.
+        waited = self.start_gate.admit(*self.backend.start_slots()).waited if self.start_gate is not None else 0.0
         started, t0 = self.clock(), time.monotonic()
         progress = TrialProgress(trial_dir / PROGRESS_FILE, case, self.worker, self.clock)  # comet status
-        phases: dict[str, float] = {}
+        phases: dict[str, float] = {"start_wait_s": waited} if waited else {}
         errors: list[TrialError] = []
         trajectory: Trajectory | None = None
         changed: Changes | None = None

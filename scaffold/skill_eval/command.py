@@ -141,6 +141,12 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     run.add_argument(
         "--require-all-engines", action="store_true", help="refuse to start when an engine of the pool is down"
     )
+    run.add_argument(
+        "--start-window",
+        type=float,
+        metavar="SECONDS",
+        help="at most one trial start per core in any such window, for agents that call a model (default 1; 0: off)",
+    )
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")
     run.add_argument(
@@ -236,6 +242,8 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         out.append(f"--comet-docker-pool={args.docker_pool}")
     if args.require_all_engines:
         out.append("--comet-require-all-engines")
+    if args.start_window is not None:
+        out.append(f"--comet-start-window={args.start_window:g}")
     if args.max_trials is not None:
         out.append(f"--comet-max-trials={args.max_trials}")
     if args.max_cost is not None:

@@ -208,6 +208,11 @@ class Backend(Protocol):
         """The engine the latest workspace was made on (a Docker engine's URL: which engine of a pool ran
         the trial, recorded with it); None for a backend without engines."""
 
+    def start_slots(self) -> tuple[str, int]:
+        """Where the agents' processes run and how many of them may start at once there: (a key naming
+        that machine, ``local`` or the engine's URL; its cores), for scaffold.start_gate. Never raises: a
+        backend that cannot tell (its engine is down) says 0 slots, which admits at once."""
+
     def prepare(self, task: Task) -> None:
         """Build what every trial of *task* needs (an image); once per session."""
 

@@ -148,6 +148,10 @@ class LocalBackend:
         # not after every trial, where the next trial would only create the same folder again.
         self._parents: set[Path] = set()
 
+    def start_slots(self) -> tuple[str, int]:
+        """This machine: the agents' processes run here, on the cores this process may use."""
+        return ("local", len(os.sched_getaffinity(0)))
+
     def prepare(self, task: Task) -> None:
         """Nothing to build: the environment files are copied per trial."""
 

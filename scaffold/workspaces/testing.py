@@ -158,6 +158,9 @@ class ScriptedBackend:
         self.workspaces: list[ScriptedWorkspace] = []
         self.prepared: list[str] = []
 
+    def start_slots(self) -> tuple[str, int]:
+        return ("scripted", 0)  # never spaced: nothing here starts a real process
+
     def prepare(self, task: Task) -> None:
         self.prepared.append(task.name)
 

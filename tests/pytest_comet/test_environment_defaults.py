@@ -79,3 +79,10 @@ def test_the_agent_bin_dir_and_credentials_in_the_env_file_find_the_cli(
     agent = HarnessSession(Options(root=tmp_path, agent="claude-code")).agent()
     assert isinstance(agent, CliAgent)
     assert agent.local_program == program  # what the local backend starts
+
+
+def test_a_negative_start_window_is_a_usage_error(pytester: pytest.Pytester, one_task: TaskFactory) -> None:
+    result = run(pytester, "--start-window=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--start-window -1: use 0 (off) or a number of seconds*"])
+    run(pytester, "--start-window=0", "--experiment-id=e2").assert_outcomes(passed=1)

@@ -240,3 +240,25 @@ def test_workspace_starts_with_the_environment_files_only(factory: TaskFactory, 
     files = (Path(outcome.record.workspace.path) / "files.txt").read_text().split()
     assert files == ["./Dockerfile", "./src/app.py"]
     assert os.environ.get("COMET_WORKSPACE") is None
+
+
+def test_a_gated_start_is_waited_before_the_trial_and_recorded_apart(factory: TaskFactory, tmp_path: Path) -> None:
+    from scaffold.start_gate import StartGate
+
+    factory.task("t")
+    now = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    runner = runner_for(factory, tmp_path)
+    runner.start_gate = StartGate(tmp_path / "gate", 5.0, clock=lambda: now[0], sleep=sleep)
+    cores = runner.backend.start_slots()[1]
+    records = [runner.run(Case("t", "CONTROL", i)).record for i in range(1, cores + 2)]
+    # This machine's cores start at once; the next start waits out the window (the fake clock's 5 s),
+    # before the trial's own clock: its duration is the trial's alone.
+    assert slept == [5.0]
+    assert [r.phases.get("start_wait_s") for r in records] == [None] * cores + [5.0]
+    assert records[-1].duration_s < 5.0 and records[-1].verdict == "passed"

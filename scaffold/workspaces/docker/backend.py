@@ -64,7 +64,7 @@ from scaffold.workspaces.docker.harbor_image import (
 )
 from scaffold.workspaces.docker.host_trust import HOST_CA_PATH, ca_environment, host_ca_bundle
 from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_image, copy_image, task_image_tag
-from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, Keeper, make_control
+from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, NO_DNS, Keeper, make_control
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
@@ -183,6 +183,10 @@ class DockerBackend:
     def engine(self) -> str:
         """The URL of the engine the workspaces run on (recorded with each trial)."""
         return self.docker_engine.url
+
+    def start_slots(self) -> tuple[str, int]:
+        """The engine's host runs the containers, hence the agents: its URL and its CPUs."""
+        return (self.docker_engine.url, int(self._cpus))
 
     @property
     def egress(self) -> tuple[str, ...]:
@@ -522,6 +526,7 @@ class DockerBackend:
         network = workspace.network and phase == "agent"
         harbor = workspace.task.harbor
         mode = self._network_mode(workspace, network)
+        internal = network and self.networking.host_only  # no name resolves there: see keeper.NO_DNS
         mounts: list[Any] = []
         if workspace.native:
             pass  # the image's own file system is the workspace
@@ -558,7 +563,7 @@ class DockerBackend:
                 None,
                 # The keeper as the entrypoint: an image of its own (Harbor's) may declare one, which would
                 # otherwise get the keeper as its arguments.
-                entrypoint=["/bin/sh", "-c", KEEPER_SCRIPT],
+                entrypoint=["/bin/sh", "-c", KEEPER_SCRIPT, "comet-keeper", *([NO_DNS] if internal else [])],
                 name=name,
                 labels=self._labels(workspace, phase),
                 working_dir=workspace.root,
@@ -604,6 +609,7 @@ class DockerBackend:
             harbor = workspace.task.harbor
             if workspace.network and harbor is not None and harbor.allow_internet:
                 self.networking.join_bridge(workspace.container.id)
+                self._restore_dns(workspace)
             workspace.phase = "validation"
             return
         ok = workspace.keeper is not None and workspace.keeper.reset()
@@ -613,6 +619,20 @@ class DockerBackend:
             workspace.phase = "validation"
         else:
             self._replace_container(workspace, phase="validation")
+
+    def _restore_dns(self, workspace: DockerWorkspace) -> None:
+        """The engine's resolver again, for a container that now has a way out (keeper.NO_DNS)."""
+        if not self.networking.host_only or workspace.container is None:
+            return
+        if workspace.keeper is not None and workspace.keeper.restore_dns():
+            return
+        # What the engine writes for a container on a user-defined network: its embedded resolver.
+        script = "printf 'nameserver 127.0.0.11\\noptions ndots:0\\n' > /etc/resolv.conf"
+        code, _, err = quick_exec(self._api, workspace.container.id, ["/bin/sh", "-c", script], "/")
+        if code != 0:
+            raise WorkspaceError(
+                f"cannot give the container of {workspace.trial_key} its resolver back: {err[-300:]!r}"
+            )
 
     def end_processes(self, workspace: DockerWorkspace) -> None:
         """End every process of the container when not even a killer exec can start (a fork bomb at the

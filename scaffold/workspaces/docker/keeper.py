@@ -43,11 +43,22 @@ from scaffold.process_output import ProcessResult
 from scaffold.procs import TERM_GRACE_S
 from scaffold.workspaces.docker.exec import READER_GRACE_S, split_env, wrap_command
 
-__all__ = ["CONTROL", "CONTROL_PARENT", "KEEPER_SCRIPT", "Keeper", "make_control"]
+__all__ = ["CONTROL", "CONTROL_PARENT", "KEEPER_SCRIPT", "NO_DNS", "Keeper", "make_control"]
 
 CONTROL = "/run/comet-ctl"
 CONTROL_PARENT = ".comet-ctl"
 """The folder under the workspace root that holds the trials' control folders."""
+NO_DNS = "no-dns"
+"""The keeper's argument for a container on the internal host-only network. Docker's embedded resolver
+(127.0.0.11) never answers there for a name outside (there is no way out to ask), so every lookup an
+agent CLI makes waits out the resolver's timeout: Claude Code looks up api.anthropic.com as it exits,
+even with its base URL an address, and each trial's agent phase took 1.1 s longer than the same CLI's
+(measured: 6.2 s against 5.1 s, the CLI's own duration 4.2 s in both). Every way out of that network
+goes through the egress proxy or relay, which is reached by address and resolves names itself, so
+names are of no use in the container: the keeper rewrites /etc/resolv.conf (the engine's per-container
+copy) to the container's loopback, where a lookup is refused at once (glibc connects its UDP socket, so
+the refusal is reported; musl waits out the timeout, 1 s). A keeper that is not root cannot write it and
+the lookups wait, as before; /etc/hosts (localhost, the container's own name) still answers."""
 REPLY_S = 30.0
 CLAIM_S = 5.0
 
@@ -63,12 +74,20 @@ CLAIM_S = 5.0
 # its positional parameters, which no assignment can touch, so a command's PATH or a variable named
 # like one of the keeper's cannot redirect it (both are looked up on PATH with builtins: no fork at start).
 # Should stdin close, the keeper goes on as `sleep infinity`.
+# With the argument `no-dns` (a container on the internal host-only network), the keeper first points
+# the container's resolver at its own loopback, where nothing listens (see NO_DNS below), and `dns ID`
+# puts the engine's resolver back (the container joined a network with a way out: a verifier's internet).
 KEEPER_SCRIPT = r"""
 exec 2>/dev/null
 ctl=/run/comet-ctl
 fast=
 nl='
 '
+resolver=
+if [ "$1" = no-dns ]; then
+  while IFS= read -r l || [ -n "$l" ]; do resolver="$resolver$l$nl"; done < /etc/resolv.conf
+  printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1 ndots:0\n' > /etc/resolv.conf
+fi
 sid= mv= IFS=:
 for dir in $PATH; do
   [ -z "$sid" ] && [ -x "$dir/setsid" ] && sid=$dir/setsid
@@ -97,6 +116,7 @@ reset() {
 while IFS= read -r line; do
   case $line in
     "reset "*) reset; echo "${line#reset } $?" ;;
+    "dns "*) [ -z "$resolver" ] || printf %s "$resolver" > /etc/resolv.conf; echo "${line#dns } $?" ;;
     "run "*)
       id=${line#run } env=
       case $id in *" "*) env=${id#* } id=${id%% *} ;; esac
@@ -213,6 +233,11 @@ class Keeper:
         """End every process of the container but the init and the keeper; False when that failed."""
         ident = uuid.uuid4().hex
         return self._send(f"reset {ident}") and self._wait(ident, time.monotonic() + timeout) == "0"
+
+    def restore_dns(self, timeout: float = REPLY_S) -> bool:
+        """Give the container back the engine's resolver (see :data:`NO_DNS`); False when that failed."""
+        ident = uuid.uuid4().hex
+        return self._send(f"dns {ident}") and self._wait(ident, time.monotonic() + timeout) == "0"
 
     def run(
         self,

@@ -99,6 +99,13 @@ class PoolBackend:
     def engine(self) -> str:
         return self._current.docker_engine.url if self._current is not None else self._engines[0].url
 
+    def start_slots(self) -> tuple[str, int]:
+        """The current engine's (connected on first use); 0 slots when no engine of the pool answers."""
+        try:
+            return self._backend().start_slots()
+        except WorkspaceError:
+            return (self.engine, 0)
+
     @property
     def dead(self) -> dict[str, str]:
         """The engines this worker lost during the session, with the reason."""

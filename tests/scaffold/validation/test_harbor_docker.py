@@ -234,3 +234,47 @@ def test_copy_mode_runs_harbor_tasks_the_same(tmp_path: Path, run: Any) -> None:
     (tmp_path / "tasks" / "copied" / "solution" / "data.txt").write_text("42\n")
     assert run(tmp_path / "tasks", "copied", copy=True).verdict == "passed"
     assert run(tmp_path / "tasks", "copied", agent="nop", copy=True).verdict == "failed"
+
+
+def test_names_resolve_for_the_verifier_with_the_internet_and_fail_at_once_for_the_agent(tmp_path: Path) -> None:
+    # On the internal host-only network the engine's resolver never answers for a name outside (a lookup
+    # waits out its timeout: Claude Code makes one as it exits), so the agent's container gets a resolver
+    # that refuses at once; a verifier the task lets reach the internet gets the engine's back.
+    from scaffold.tasks import load_task
+    from scaffold.workspaces.base import ValidationPolicy
+
+    task = load_task(
+        harbor_task(tmp_path / "tasks", "names", toml="[environment]\nallow_internet = true\n", test_sh="true\n")
+    )
+    backend = DockerBackend(tmp_path / "ws", network=True, network_scope="host")
+    probe = (
+        "import socket\n"
+        "def look(name):\n"
+        "    try:\n"
+        "        return socket.getaddrinfo(name, 80)[0][4][0]\n"
+        "    except OSError as exc:\n"
+        "        return type(exc).__name__\n"
+        "print(open('/etc/resolv.conf').read().split()[1], look('api.anthropic.com'), look('localhost'))\n"
+    )
+
+    def lookups(name: str) -> list[str]:
+        result = workspace.exec(
+            ["python3", "-c", probe],
+            timeout=30,
+            env={},
+            stdout_path=tmp_path / f"{name}.out",
+            stderr_path=tmp_path / f"{name}.err",
+        )
+        assert result.exit_code == 0, result.stderr()
+        return result.stdout().split()
+
+    try:
+        workspace = backend.create(task, "exp-names/names-CONTROL-r1")
+        server, outside, local = lookups("agent")
+        assert server == "127.0.0.1" and outside == "gaierror" and local in ("127.0.0.1", "::1")
+        workspace.begin_validation(ValidationPolicy.SHARED)
+        server, _, local = lookups("verifier")
+        assert server == "127.0.0.11" and local in ("127.0.0.1", "::1")  # the engine's embedded resolver
+        backend.destroy(workspace, keep=False)
+    finally:
+        backend.close()
