@@ -33,6 +33,7 @@ start-up does: each xdist worker loads every installed plugin, and these two dou
 
     .venv/bin/python benchmarks/concurrency.py [--trials 32] [--latency 2] [--levels 1,4,8,16]
                                                [--backend local|docker|both] [--as-installed]
+                                               [--start-window SECONDS]
 
 Needs the claude CLI (``comet agents install claude-code``, or ``$COMET_AGENT_BIN_DIR``) and, for the
 docker backend, a reachable engine with the base image (the test suite builds it).
@@ -263,8 +264,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", default="1,4,8,16", help="the -n values (default 1,4,8,16)")
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
     parser.add_argument("--as-installed", action="store_true", help="keep the optional pytest plugins loaded")
+    parser.add_argument("--start-window", type=float, help="the runs' --start-window (default: the harness's, 1 s)")
     args = parser.parse_args(argv)
     extra = () if args.as_installed else blocking_args(installed_optional_plugins())
+    if args.start_window is not None:
+        extra = (*extra, f"--start-window={args.start_window:g}")
     levels = [int(x) for x in args.levels.split(",")]
     cli = locate("claude", os.environ).found
     bin_dir = Path(os.environ.get("COMET_AGENT_BIN_DIR", "/opt/comet-agents/node_modules/.bin"))
