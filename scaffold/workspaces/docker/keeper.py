@@ -85,8 +85,10 @@ nl='
 '
 resolver=
 if [ "$1" = no-dns ]; then
-  while IFS= read -r l || [ -n "$l" ]; do resolver="$resolver$l$nl"; done < /etc/resolv.conf
-  printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1 ndots:0\n' > /etc/resolv.conf
+  saved=
+  while IFS= read -r l || [ -n "$l" ]; do saved="$saved$l$nl"; done < /etc/resolv.conf
+  # Only a rewrite that took is undone by `dns` (a keeper that is not root changes nothing).
+  printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1 ndots:0\n' > /etc/resolv.conf && resolver=$saved
 fi
 sid= mv= IFS=:
 for dir in $PATH; do

@@ -103,7 +103,7 @@ class PoolBackend:
         """The current engine's (connected on first use); 0 slots when no engine of the pool answers."""
         try:
             return self._backend().start_slots()
-        except WorkspaceError:
+        except Exception:  # WorkspaceError, or the SDK's own while connecting: the trial finds out itself
             return (self.engine, 0)
 
     @property
