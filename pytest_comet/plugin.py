@@ -352,7 +352,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     report = plugin_state(config).engine_report() if not hasattr(config, "workerinput") else None
-    return report[1] if report is not None else None
+    return report.lines if report is not None else None
 
 
 @pytest.hookimpl(trylast=True)
@@ -365,9 +365,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     if report is None or terminal is None:
         return
-    for line in report[1]:
-        if "UNREACHABLE" in line:
-            terminal.write_line(f"comet: engine pool: {line.strip()}", yellow=True)
+    for line in report.left_out:
+        terminal.write_line(f"comet: engine pool: {line}", yellow=True)
 
 
 class _XdistHooks:

@@ -14,7 +14,7 @@ import pytest
 from scaffold.errors import CometError
 
 if TYPE_CHECKING:
-    from scaffold.session import HarnessSession, Options
+    from scaffold.session import EngineReport, HarnessSession, Options
 
 __all__ = ["ENGINES_KEY", "SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
 
@@ -40,7 +40,7 @@ class PluginState:
     _session: HarnessSession | None = None
     _experiment_id: str | None = None
     _token: str | None = None
-    _engines: tuple[list[str], list[str]] | None = None
+    _engines: EngineReport | None = None
 
     @property
     def session(self) -> HarnessSession:
@@ -103,10 +103,10 @@ class PluginState:
         if workerinput and ENGINES_KEY in workerinput:
             return list(workerinput[ENGINES_KEY])
         report = self.engine_report()
-        return report[0] if report is not None else None
+        return report.live if report is not None else None
 
-    def engine_report(self) -> tuple[list[str], list[str]] | None:
-        """(live URLs, lines for the terminal) of the pool, asked once per process; None without a pool."""
+    def engine_report(self) -> EngineReport | None:
+        """What the pool's engines answered, asked once per process; None without a pool."""
         if not self.uses_pool():
             return None
         if self._engines is None:

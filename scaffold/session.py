@@ -143,6 +143,18 @@ class Options:
     any such window, for agents that call a model (scaffold.start_gate); 0 starts every trial at once."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineReport:
+    """What the engines of a pool answered at the start of a session (HarnessSession.engine_report)."""
+
+    live: list[str]
+    """The URLs of the engines that answered: the ones the workers bind to."""
+    lines: list[str]
+    """The report for the terminal's header: the pool, then one line per engine."""
+    left_out: list[str]
+    """The lines of the engines left out (unreachable): said even under ``-q``."""
+
+
 BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
 """The built-in tasks (the suite's): what a manifest's recommendedTasks and --quick name."""
 _AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{1,31}$")
@@ -548,22 +560,24 @@ class HarnessSession:
             return ()
         return engines
 
-    def engine_report(self) -> tuple[list[str], list[str]]:
+    def engine_report(self) -> EngineReport:
         """Ask every engine of the pool whether it answers (at the start of a session: by the only
-        process, or by a pytest-xdist controller for its workers): (the URLs of the live ones, lines
-        saying so). An unreachable engine is left out; with ``--require-all-engines``, or when none
-        answers, that is a SelectionError."""
+        process, or by a pytest-xdist controller for its workers). An unreachable engine is left out;
+        with ``--require-all-engines``, or when none answers, that is a SelectionError."""
         engines = self.pool()
         if not engines:
-            return [], []
+            return EngineReport([], [], [])
         from scaffold.workspaces.docker.pool import probe_all
 
         statuses = probe_all(engines)
         live = [s.engine for s in statuses if s.reachable]
         lines = [f"engine pool: {len(live)} of {len(engines)} engines, capacity {total_capacity(live)}"]
+        left_out: list[str] = []
         for status in statuses:
             state = f"docker {status.version}" if status.reachable else f"UNREACHABLE, left out: {status.problem}"
             lines.append(f"  {status.engine.describe()}: {state}")
+            if not status.reachable:
+                left_out.append(lines[-1].strip())
         down = [s for s in statuses if not s.reachable]
         if down and self.options.require_all_engines:
             raise SelectionError(
@@ -571,7 +585,7 @@ class HarnessSession:
             )
         if not live:
             raise SelectionError("no engine of the pool answers:\n" + "\n".join(lines[1:]))
-        return [e.url for e in live], lines
+        return EngineReport([e.url for e in live], lines, left_out)
 
     def open_runner(self, worker: str = "main", live_engines: Sequence[str] | None = None) -> Runner:
         """The trial runner of this process, with a new backend whose network policy follows the agent's
@@ -584,7 +598,7 @@ class HarnessSession:
         pool = self.pool()
         engines: list[Engine] = []
         if pool:
-            live = set(self.engine_report()[0] if live_engines is None else live_engines)
+            live = set(self.engine_report().live if live_engines is None else live_engines)
             engines = order([e for e in pool if e.url in live], worker)
         backend = create_backend(
             self.options.backend,
