@@ -227,6 +227,7 @@ class HarnessSession:
         self._manifest: Manifest | None = None
         self._resolved: Options | None = None
         self._patterns: list[str] = []
+        self._pool: tuple[Engine, ...] | None = None
 
     # -- an eval.yaml
 
@@ -550,15 +551,17 @@ class HarnessSession:
     def pool(self) -> tuple[Engine, ...]:
         """The engines of the pool (scaffold.workspaces.engines), empty without one. ``--docker-host`` or
         ``--docker-pool`` with another backend is a SelectionError; the environment's pool is then unused."""
-        options = self.options
-        # The process environment only (as DOCKER_HOST and the TLS variables): the plugin decides from it,
-        # before any harness session exists, whether to ask the pool's engines at the start.
-        engines = resolve_pool(options.docker_hosts, options.docker_pool, os.environ)
-        if engines and options.backend != "docker":
-            if options.docker_hosts or options.docker_pool:
-                raise SelectionError("--docker-host and --docker-pool need --backend docker")
-            return ()
-        return engines
+        if self._pool is None:  # resolved once: a pool file is read, and its errors raised, once a session
+            options = self.options
+            # The process environment only (as DOCKER_HOST and the TLS variables): the plugin decides from
+            # it, before any harness session exists, whether to ask the pool's engines at the start.
+            engines = resolve_pool(options.docker_hosts, options.docker_pool, os.environ)
+            if engines and options.backend != "docker":
+                if options.docker_hosts or options.docker_pool:
+                    raise SelectionError("--docker-host and --docker-pool need --backend docker")
+                engines = ()
+            self._pool = engines
+        return self._pool
 
     def engine_report(self) -> EngineReport:
         """Ask every engine of the pool whether it answers (at the start of a session: by the only
