@@ -10,8 +10,9 @@ start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with th
         with ``--inspect-python`` against Inspect AI's ``inspect eval`` of the same task on its local
         sandbox (benchmarks/inspect_side.py). Goal: at most 1.0 s.
 marginal: whole runs of 1 and ``--marginal-trials`` trials of each of the three, one after another in
-        one process each (``pytest --count N``; ``inspect eval`` with ``--max-samples 1``; one ``bash``
-        running the commands N times): (wall of N - wall of 1) / (N - 1), the cost of one more trial.
+        one process each (``pytest --count N``, the optional plugins off; ``inspect eval`` with
+        ``--max-samples 1``; one ``bash`` running the commands N times): (wall of N - wall of 1) / (N - 1),
+        the cost of one more trial.
 
     .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both|startup]
                                             [--inspect-python /opt/inspect/bin/python] [--marginal-trials 101]
@@ -253,8 +254,7 @@ class Inspect:
 
     @classmethod
     def make(cls, python: str, tasks: Path, root: Path) -> Inspect:
-        shim = root / "shim"
-        bare_local_env(root)  # writes the validation helper's shim, which the check imports
+        shim = Path(bare_local_env(root)["PYTHONPATH"])  # the validation helper's shim, which the check imports
         env = {"PATH": os.environ["PATH"], "HOME": str(root / "inspect-home"), "LANG": "C.UTF-8"}
         return cls(python, inspect_side.write_task(root, tasks / "bench", shim), env)
 

@@ -69,6 +69,7 @@ from scaffold.workspaces.uv_tool import uv_binaries
 
 if TYPE_CHECKING:
     from scaffold.skill_eval.manifest import Manifest
+    from scaffold.workspaces.docker.pool import EngineStatus
 
 __all__ = [
     "HarnessSession",
@@ -574,21 +575,21 @@ class HarnessSession:
 
         statuses = probe_all(engines)
         live = [s.engine for s in statuses if s.reachable]
-        lines = [f"engine pool: {len(live)} of {len(engines)} engines, capacity {total_capacity(live)}"]
-        left_out: list[str] = []
-        for status in statuses:
-            state = f"docker {status.version}" if status.reachable else f"UNREACHABLE, left out: {status.problem}"
-            lines.append(f"  {status.engine.describe()}: {state}")
-            if not status.reachable:
-                left_out.append(lines[-1].strip())
         down = [s for s in statuses if not s.reachable]
+
+        def said(status: EngineStatus) -> str:
+            state = f"docker {status.version}" if status.reachable else f"UNREACHABLE, left out: {status.problem}"
+            return f"{status.engine.describe()}: {state}"
+
+        lines = [f"engine pool: {len(live)} of {len(engines)} engines, capacity {total_capacity(live)}"]
+        lines += [f"  {said(s)}" for s in statuses]
         if down and self.options.require_all_engines:
             raise SelectionError(
                 "--require-all-engines: " + "; ".join(f"{s.engine.url} is unreachable ({s.problem})" for s in down)
             )
         if not live:
             raise SelectionError("no engine of the pool answers:\n" + "\n".join(lines[1:]))
-        return EngineReport([e.url for e in live], lines, left_out)
+        return EngineReport([e.url for e in live], lines, [said(s) for s in down])
 
     def open_runner(self, worker: str = "main", live_engines: Sequence[str] | None = None) -> Runner:
         """The trial runner of this process, with a new backend whose network policy follows the agent's

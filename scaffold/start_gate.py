@@ -13,11 +13,11 @@ trials is spread over a few seconds; after that the trials stay apart by themsel
 the same time) and the gate seldom waits. Agents that call no model (oracle, nop) are never spaced:
 their trials are milliseconds of work with nothing to overlap.
 
-The state is a small file per machine under a folder every worker and session of this user shares (the
-workspace root), holding the monotonic times of the latest starts; an exclusive lock on it orders the
-admissions (a waiter sleeps holding it, so the next one queues behind). ``time.monotonic`` is the
-system's CLOCK_MONOTONIC on Linux, the same for every process; times from before a reboot (larger than
-now) are ignored.
+The state is a small file per machine under a folder every worker and session of this user shares
+(under the state root, scaffold.workspaces.owners.state_root), holding the monotonic times of the
+latest starts; an exclusive lock on it orders the admissions (a waiter sleeps holding it, so the next
+one queues behind). ``time.monotonic`` is the system's CLOCK_MONOTONIC on Linux, the same for every
+process; times from before a reboot (larger than now) are ignored.
 """
 
 from __future__ import annotations
