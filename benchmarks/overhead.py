@@ -136,6 +136,7 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
     (this process and its children) is recorded too: it hardly moves with load, wall time does.
     """
     runner = make_runner(tasks, root, "local", "paired")
+    drain = getattr(runner.backend, "drain", lambda: None)
     env = bare_local_env(root)
     bare_local_trial(tasks / "bench", root, env)  # warm-up
     out: dict[str, list[float]] = {"h": [], "b": [], "h_cpu": [], "b_cpu": []}
@@ -144,6 +145,7 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
             start, cpu = time.perf_counter(), _cpu()
             if which == "h":
                 assert runner.run(Case("bench", "CONTROL", trial)).record.verdict == "passed"
+                drain()  # work the trial left in the background is its cost, not the next bare trial's
             else:
                 bare_local_trial(tasks / "bench", root, env)
             out[which].append(time.perf_counter() - start)

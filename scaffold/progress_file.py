@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -153,24 +155,20 @@ class TrialProgress:
     @contextlib.contextmanager
     def watching(self, folder: Path, interval_s: float = WATCH_INTERVAL_S) -> Iterator[None]:
         """While the body runs (the agent), count its turns in *folder*'s streams about every *interval_s*
-        and rewrite the file when the count changed; the thread has stopped when this returns."""
+        and rewrite the file when the count changed; no look happens once this returns."""
         streams = StreamTurns(folder)
-        stop = threading.Event()
 
-        def watch() -> None:
-            while not stop.wait(interval_s):
-                self._turns(streams)
-                with self._lock:
-                    if not self._written:
-                        self._write()  # the first look of a trial that outlived FIRST_WRITE_S
+        def look() -> None:
+            self._turns(streams)
+            with self._lock:
+                if not self._written:
+                    self._write()  # the first look of a trial that outlived FIRST_WRITE_S
 
-        thread = threading.Thread(target=watch, name="comet-progress", daemon=True)
-        thread.start()
+        watch = _WATCHER.add(look, interval_s)
         try:
             yield
         finally:
-            stop.set()
-            thread.join()
+            _WATCHER.remove(watch)
             self._turns(streams)  # the last turn, which may have ended between two looks
 
     def _turns(self, streams: StreamTurns) -> None:
@@ -195,6 +193,71 @@ class TrialProgress:
             # A view, rewritten often and removed at the end: never half a file, but not worth a flush
             # to the disk (two fsyncs a write were most of a local trial's added time).
             write_json_atomic(self.path, self._data, durable=False)
+
+
+@dataclass(eq=False, slots=True)
+class _Watch:
+    look: Callable[[], None]
+    interval_s: float
+    due: float
+    lock: threading.Lock = field(default_factory=threading.Lock)  # held by a look, taken by remove()
+    stopped: bool = False
+
+
+class _Watcher:
+    """One thread per process takes the looks of every watched trial in turn.
+
+    Why not a thread per trial: starting and joining one cost ~0.7 ms of a 35 ms local oracle trial
+    (measured with py-spy), for looks that a trial shorter than a second never gets. The thread is
+    started on first use (again in a forked child, which has none) and sleeps while nothing is watched.
+    """
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._watches: list[_Watch] = []
+        self._thread: threading.Thread | None = None
+
+    def add(self, look: Callable[[], None], interval_s: float) -> _Watch:
+        watch = _Watch(look, interval_s, time.monotonic() + interval_s)
+        with self._changed:
+            self._watches.append(watch)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="comet-progress", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+        return watch
+
+    def remove(self, watch: _Watch) -> None:
+        """Stop *watch*: returns after its look in progress, if any; none follows."""
+        with watch.lock:
+            watch.stopped = True
+        with self._changed, contextlib.suppress(ValueError):
+            self._watches.remove(watch)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                if not self._watches:
+                    self._changed.wait()
+                    continue
+                now = time.monotonic()
+                wait = min(w.due for w in self._watches) - now
+                if wait > 0:
+                    self._changed.wait(wait)
+                    continue
+                due = [w for w in self._watches if w.due <= now]
+            for watch in due:
+                with watch.lock:
+                    if watch.stopped:
+                        continue
+                    try:
+                        watch.look()
+                    except Exception as exc:  # one trial's view must not stop the others' looks
+                        logging.getLogger(__name__).debug("progress look failed: %s", exc)
+                    watch.due = time.monotonic() + watch.interval_s
+
+
+_WATCHER: Final = _Watcher()
 
 
 def read_progress(path: Path) -> dict[str, Any] | None:

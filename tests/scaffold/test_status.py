@@ -3,6 +3,7 @@ files (the end-to-end sessions are in tests/pytest_comet/test_long_runs.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
@@ -81,9 +82,45 @@ def test_trial_progress_phases_turns_and_no_text(tmp_path: Path, monkeypatch: py
     data = read_progress(tmp_path / PROGRESS_FILE)
     assert data is not None and data["turn"] == 1 and data["phase"] == "agent"
     assert SECRET not in (tmp_path / PROGRESS_FILE).read_text()
-    assert not any(t.name == "comet-progress" for t in threading.enumerate())  # the watcher stopped
+    # No look once watching returned: a turn written now is not counted, however long one waits.
+    (tmp_path / "agent.turn-1.jsonl").write_text(assistant("m1", "x") + assistant("m2", "y"))
+    threading.Event().wait(0.1)
+    assert (read_progress(tmp_path / PROGRESS_FILE) or {}).get("turn") == 1
     progress.remove()
     assert not (tmp_path / PROGRESS_FILE).exists()
+
+
+def test_trials_watched_at_once_each_get_their_looks_and_a_failing_look_stops_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(progress_file, "FIRST_WRITE_S", 0.0)
+    folders = [tmp_path / f"t{i}" for i in range(3)]
+    progresses = []
+    for i, folder in enumerate(folders):
+        folder.mkdir()
+        progresses.append(TrialProgress(folder / PROGRESS_FILE, Case("t", "CONTROL", i + 1), "main", lambda: T0))
+    broken = TrialProgress(tmp_path / PROGRESS_FILE, Case("t", "CONTROL", 9), "main", lambda: T0)
+    caller, failed = threading.get_ident(), threading.Event()
+
+    def turns(streams: StreamTurns) -> None:
+        if threading.get_ident() != caller:  # the watcher's looks fail; the caller's last one does not
+            failed.set()
+            raise RuntimeError("a look that fails")
+
+    monkeypatch.setattr(broken, "_turns", turns)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(broken.watching(tmp_path, interval_s=0.01))
+        for progress, folder in zip(progresses, folders, strict=True):
+            stack.enter_context(progress.watching(folder, interval_s=0.01))
+        for i, folder in enumerate(folders):
+            (folder / "agent.turn-1.jsonl").write_text("".join(assistant(f"m{k}", "x") for k in range(i + 1)))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(
+            (read_progress(f / PROGRESS_FILE) or {}).get("turn") != i + 1 for i, f in enumerate(folders)
+        ):
+            time.sleep(0.01)
+    assert failed.is_set()
+    assert [(read_progress(f / PROGRESS_FILE) or {}).get("turn") for f in folders] == [1, 2, 3]
 
 
 def test_a_trial_shorter_than_the_first_write_leaves_no_progress_file(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def scripted_run_env(tmp_path: Path, url: str, cli_dir: str) -> dict[str, str]:
         "LANG": "C.UTF-8",
         # The docker backend mounts the agent CLIs installed once per machine in this cache.
         "XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"),
-        **{k: v for k, v in os.environ.items() if k in ("DOCKER_HOST", "COMET_DOCKER_COPY")},
+        **{k: v for k, v in os.environ.items() if k in ("DOCKER_HOST", "COMET_DOCKER_COPY", "COMET_DOCKER_STANDBY")},
     }
 
 

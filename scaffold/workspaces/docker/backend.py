@@ -67,6 +67,14 @@ from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S, build_ima
 from scaffold.workspaces.docker.keeper import CONTROL, KEEPER_SCRIPT, NO_DNS, Keeper, make_control
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_container, remove_volume, sweep
+from scaffold.workspaces.docker.standby import (
+    STANDBY_DELAY_S,
+    STANDBY_FOLDER,
+    STANDBY_WAIT_S,
+    Standby,
+    standby_from_env,
+    standby_key,
+)
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.engines import Engine, default_engine
 from scaffold.workspaces.files import fresh_copy, remove_empty_parents
@@ -74,6 +82,16 @@ from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
 
 __all__ = ["DockerBackend"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """A container to create: for which trial, from which image, its name and the create call's options."""
+
+    trial_key: str
+    image: str
+    name: str
+    options: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +144,7 @@ class DockerBackend:
         image_aliases: Mapping[str, str] | None = None,
         engine: Engine | None = None,
         image_sources: Sequence[Engine] = (),
+        standby: bool | None = None,
     ) -> None:
         self.docker_engine = engine or default_engine(os.environ)
         """Where the containers run: one engine of a pool, else the environment's (``DOCKER_HOST``)."""
@@ -171,6 +190,9 @@ class DockerBackend:
         self.keeper_commands = True
         """Commands go through the keeper (bind mode) until that proves impossible on this engine."""
         self._workspaces: list[DockerWorkspace] = []
+        self.standby = standby if standby is not None else standby_from_env()
+        """Start the next trial's container while a trial runs (:mod:`.standby`)."""
+        self._standby: Standby | None = None
         self._reaper = Reaper(lambda: _direct(connect(self.docker_engine).api))
         info = self.client.info()
         self._cpus = float(info.get("NCPU") or os.cpu_count() or 1)
@@ -457,23 +479,26 @@ class DockerBackend:
 
     def create(self, task: Task, trial_key: str, *, network: bool | None = None) -> DockerWorkspace:
         self.prepare(task)
-        copy = bool(self.copy_mode)
+        network = self.network if network is None else network
         path = self.workspace_root / trial_key
+        workspace = self._from_standby(task, trial_key, path, network) or self._fresh(task, trial_key, path, network)
+        self._workspaces.append(workspace)
+        self._stand_by(task, network)
+        return workspace
+
+    def _workspace(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace:
         native = task.format == "harbor"
-        workspace = DockerWorkspace(
-            self,
-            task,
-            trial_key,
-            path,
-            network=self.network if network is None else network,
-            copy=copy,
-            root=self._image_of(task).workdir if native else ROOT,
-            native=native,
+        root = self._image_of(task).workdir if native else ROOT
+        return DockerWorkspace(
+            self, task, trial_key, path, network=network, copy=bool(self.copy_mode), root=root, native=native
         )
+
+    def _fresh(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace:
+        workspace = self._workspace(task, trial_key, path, network)
         try:
-            if native:
+            if workspace.native:
                 shutil.rmtree(path, ignore_errors=True)  # nothing lives here until a kept copy comes out
-            elif copy:
+            elif workspace.copy:
                 shutil.rmtree(path, ignore_errors=True)  # a copy kept by an earlier run: not this trial's
                 workspace.volume = self._create_volume(workspace)
                 assert isinstance(workspace.files, ContainerFiles)
@@ -490,8 +515,105 @@ class DockerBackend:
             self._owned.remove(path)
             self._remove_control(workspace)
             raise
-        self._workspaces.append(workspace)
         return workspace
+
+    # -- the standby: the next trial's container, started while this one runs
+
+    def _stand_by(self, task: Task, network: bool) -> None:
+        """Start a container for the next trial of *task* in the background thread (see :mod:`.standby`).
+        Never fails the trial: a standby that cannot be made is simply not there."""
+        if not self.standby or self._standby is not None:
+            return
+        ident = uuid.uuid4().hex[:12]
+        spare = self._workspace(task, f"standby-{ident}", self.workspace_root / STANDBY_FOLDER / ident, network)
+        try:
+            if spare.copy and not spare.native:
+                spare.volume = self._name(spare, "ws")  # made by the job, before the container
+            elif not spare.native:
+                self._owned.claim(spare.host_path)
+                spare.host_path.mkdir(parents=True)
+                spare.control = make_control(self.workspace_root)
+                self._owned.claim(spare.control)
+            spec = self._spec(spare, phase="agent")
+        except (OSError, WorkspaceError):
+            self._owned.remove(spare.host_path)
+            self._remove_control(spare)
+            return
+        standby = Standby(standby_key(task, network), spare)
+        labels = self._labels(spare, "workspace")
+
+        def job(api: Any) -> None:
+            try:
+                standby.cancelled.wait(STANDBY_DELAY_S)
+                if not standby.begin():
+                    return
+                if spare.volume is not None:
+                    api.create_volume(spare.volume, labels=labels)
+                standby.created = self._launch(api, spec)
+            finally:
+                standby.done.set()
+
+        self._standby = standby
+        self._reaper.submit(job)
+
+    def _from_standby(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace | None:
+        """The trial's workspace on the standby container, when there is one for this task; None: make one."""
+        standby, self._standby = self._standby, None
+        if standby is None:
+            return None
+        fits = standby.key == standby_key(task, network)
+        if not fits or not standby.take() or not standby.done.wait(STANDBY_WAIT_S) or not standby.created:
+            standby.cancelled.set()
+            self._discard(standby)
+            return None
+        spare = standby.workspace
+        workspace = self._workspace(task, trial_key, path, network)
+        try:
+            shutil.rmtree(path, ignore_errors=True)  # a copy kept by an earlier run: not this trial's
+            if workspace.copy and not workspace.native:
+                workspace.volume = spare.volume
+                assert isinstance(workspace.files, ContainerFiles)
+                workspace.files.seed(task.environment_dir)  # queued: goes in with the first command
+            elif not workspace.native:
+                # The container mounts the standby's folder: renamed, it is the trial's, mount and all.
+                self._owned.claim(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                spare.host_path.rename(path)
+                self._owned.release(spare.host_path)
+                shutil.copytree(task.environment_dir, path, symlinks=True, dirs_exist_ok=True)
+                workspace.control, spare.control = spare.control, None
+            self._attach(workspace, standby.created, "agent")
+        except Exception:
+            # The standby goes, and the trial gets a fresh container (an error of the files recurs there).
+            self._owned.remove(path)
+            self._remove_control(workspace)
+            self._discard(standby)
+            return None
+        except BaseException:
+            self._owned.remove(path)
+            self._remove_control(workspace)
+            self._discard(standby, synchronously=True)
+            raise
+        return workspace
+
+    def _discard(self, standby: Standby, *, synchronously: bool = False) -> None:
+        """Remove a standby no trial takes (another task came, or the session ends), in the background."""
+        spare = standby.workspace
+
+        def job(api: Any) -> None:
+            standby.done.wait(STANDBY_WAIT_S)  # made by an earlier job of the same thread: done
+            if standby.created:
+                remove_container(api, standby.created["Id"])
+            if spare.volume is not None:
+                remove_volume(api, spare.volume)
+            self._owned.remove(spare.host_path)
+            remove_empty_parents(spare.host_path.parent, self.workspace_root)
+            self._remove_control(spare)
+
+        if synchronously:
+            job(self._api)
+        else:
+            self._reaper.submit(job)
 
     def _labels(self, workspace: DockerWorkspace, phase: str) -> dict[str, str]:
         return {
@@ -518,13 +640,16 @@ class DockerBackend:
     def _start(self, workspace: DockerWorkspace, *, phase: Phase) -> None:
         """Create and start the workspace's container (two API calls: the model is made from the create
         response, not from an inspect). The keeper is its main process; stdin stays open for it."""
+        self._attach(workspace, self._launch(self._api, self._spec(workspace, phase=phase)), phase)
+
+    def _spec(self, workspace: DockerWorkspace, *, phase: Phase) -> _Spec:
+        """What the container of *workspace* is created with; no API call beyond building a host config,
+        so a standby's can be made here and launched by the background thread."""
         from docker.types import Mount
 
         image = self._image_of(workspace.task)
-        limits = workspace.task.spec.environment
         agent = self._agent if phase == "agent" else None
         network = workspace.network and phase == "agent"
-        harbor = workspace.task.harbor
         mode = self._network_mode(workspace, network)
         internal = network and self.networking.host_only  # no name resolves there: see keeper.NO_DNS
         mounts: list[Any] = []
@@ -545,45 +670,59 @@ class DockerBackend:
             env["PATH"] = ":".join([*agent.bin_dirs, image.path, *(node.bin_dirs if node else ())])
         if network:
             env.update(self.networking.proxy_environment())
-        name = self._name(workspace, phase)
-        api = self._api
         try:
-            config = api.create_host_config(
-                mounts=mounts,
-                network_mode=mode,
-                dns_opt=self.networking.dns_options() if network else None,
-                nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
-                mem_limit=f"{limits.memory_mb}m",
-                memswap_limit=f"{limits.memory_mb}m",  # the same as the memory: no swap on top
-                pids_limit=limits.pids_limit,
-                init=True,  # reaps the orphans of killed commands
-            )
-            created = api.create_container(
-                image.tag,
-                None,
+            config = self._host_config(workspace, mounts, mode, network)
+        except Exception as exc:
+            raise WorkspaceError(f"cannot configure the container of {workspace.trial_key}: {exc}") from None
+        return _Spec(
+            workspace.trial_key,
+            image.tag,
+            self._name(workspace, phase),
+            {
                 # The keeper as the entrypoint: an image of its own (Harbor's) may declare one, which would
                 # otherwise get the keeper as its arguments.
-                entrypoint=["/bin/sh", "-c", KEEPER_SCRIPT, "comet-keeper", *([NO_DNS] if internal else [])],
-                name=name,
-                labels=self._labels(workspace, phase),
-                working_dir=workspace.root,
-                environment=env,
-                stdin_open=True,
-                host_config=config,
-            )
+                "entrypoint": ["/bin/sh", "-c", KEEPER_SCRIPT, "comet-keeper", *([NO_DNS] if internal else [])],
+                "labels": self._labels(workspace, phase),
+                "working_dir": workspace.root,
+                "environment": env,
+                "stdin_open": True,
+                "host_config": config,
+            },
+        )
+
+    def _host_config(self, workspace: DockerWorkspace, mounts: list[Any], mode: str, network: bool) -> Any:
+        limits = workspace.task.spec.environment
+        return self._api.create_host_config(
+            mounts=mounts,
+            network_mode=mode,
+            dns_opt=self.networking.dns_options() if network else None,
+            nano_cpus=int(min(limits.cpus, self._cpus) * 1e9),
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",  # the same as the memory: no swap on top
+            pids_limit=limits.pids_limit,
+            init=True,  # reaps the orphans of killed commands
+        )
+
+    @staticmethod
+    def _launch(api: Any, spec: _Spec) -> dict[str, str]:
+        """Create and start the container of *spec* through *api*: its id and name."""
+        try:
+            created = api.create_container(spec.image, None, name=spec.name, **spec.options)
         except Exception as exc:
-            raise WorkspaceError(
-                f"cannot create a container from {image.tag} for {workspace.trial_key}: {exc}"
-            ) from None
+            raise WorkspaceError(f"cannot create a container from {spec.image} for {spec.trial_key}: {exc}") from None
         try:
             api.start(created["Id"])
         except BaseException as exc:
             remove_container(api, created["Id"])
             if isinstance(exc, Exception):
-                raise WorkspaceError(f"cannot start the container of {workspace.trial_key}: {exc}") from None
+                raise WorkspaceError(f"cannot start the container of {spec.trial_key}: {exc}") from None
             raise
-        workspace.container = self.client.containers.prepare_model({"Id": created["Id"], "Name": f"/{name}"})
-        if harbor is not None and self._host_ca is not None:
+        return {"Id": created["Id"], "Name": f"/{spec.name}"}
+
+    def _attach(self, workspace: DockerWorkspace, created: Mapping[str, str], phase: Phase) -> None:
+        """Make *created* the container of *workspace*: its model, its keeper, the host's CA bundle."""
+        workspace.container = self.client.containers.prepare_model(dict(created))
+        if workspace.task.harbor is not None and self._host_ca is not None:
             self._put_host_ca(created["Id"])
         control = workspace.control if self.keeper_commands else None
         workspace.keeper = Keeper(self.stream_api(), created["Id"], control)
@@ -687,6 +826,8 @@ class DockerBackend:
 
     def destroy(self, workspace: Workspace, *, keep: bool) -> None:
         assert isinstance(workspace, DockerWorkspace)
+        if sys.exc_info()[0] is not None:  # Ctrl-C, a stopped worker: no next trial will take the standby
+            self._drop_standby()
         try:
             if workspace.container is not None:
                 if keep and isinstance(workspace.files, ContainerFiles):
@@ -713,8 +854,16 @@ class DockerBackend:
             remove_empty_parents(workspace.control.parent, self.workspace_root)
 
     def drain(self) -> None:
-        """Wait until the containers and volumes handed to the background removal are gone."""
+        """Wait until the containers and volumes handed to the background removal are gone; the standby
+        container, if any, goes too (nothing of the session is left running)."""
+        self._drop_standby()
         self._reaper.drain()
+
+    def _drop_standby(self) -> None:
+        standby, self._standby = self._standby, None
+        if standby is not None:
+            standby.cancelled.set()  # not begun: never made; begun: made, then removed
+            self._discard(standby, synchronously=sys.exc_info()[0] is not None)
 
     def _copy_out(self, files: ContainerFiles) -> None:
         """Copy a kept workspace to the host. A failure must not lose the trial's record (the Runner writes
@@ -734,6 +883,7 @@ class DockerBackend:
         (also ones a crash left untracked) and stale ones of dead sessions."""
         atexit.unregister(self._remove_session_objects)
         try:
+            self._drop_standby()
             self._reaper.close()
             sweep(self.client, session=self.session.id)
             sweep(self.client)

@@ -8,14 +8,12 @@ the sessions whose process is gone.
 
 from __future__ import annotations
 
-import contextlib
-import queue
-import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scaffold.background import Background
 from scaffold.errors import WorkspaceError
 from scaffold.workspaces.owners import Owner
 
@@ -128,46 +126,30 @@ class Reaper:
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
-        self._jobs: queue.Queue[Job | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.errors: list[str] = []
+        self._api: Any = None  # the thread's own
+        self._jobs = Background("comet-docker-reaper", finish=self._disconnect)
+
+    @property
+    def errors(self) -> list[str]:
+        return self._jobs.errors
 
     def submit(self, job: Job) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="comet-docker-reaper", daemon=True)
-                self._thread.start()
-        self._jobs.put(job)
+        self._jobs.submit(lambda: job(self._thread_api()))
 
     def drain(self) -> None:
         """Return once every submitted job has run (the thread keeps running)."""
-        if self._thread is not None:
-            self._jobs.join()
+        self._jobs.drain()
 
     def close(self) -> None:
         """Run the remaining jobs, then end the thread."""
-        if self._thread is not None:
-            self._jobs.put(None)
-            self._thread.join()
-            self._thread = None
+        self._jobs.close()
 
-    def _work(self) -> None:
-        api: Any = None
-        try:
-            while True:
-                job = self._jobs.get()
-                try:
-                    if job is None:
-                        return
-                    if api is None:
-                        api = self._connect()
-                    job(api)
-                except Exception as exc:  # kept for close(), whose sweep retries what is left
-                    self.errors.append(str(exc))
-                finally:
-                    self._jobs.task_done()
-        finally:
-            if api is not None:
-                with contextlib.suppress(Exception):
-                    api.close()
+    def _thread_api(self) -> Any:
+        if self._api is None:
+            self._api = self._connect()
+        return self._api
+
+    def _disconnect(self) -> None:
+        api, self._api = self._api, None
+        if api is not None:
+            api.close()
