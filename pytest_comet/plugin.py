@@ -520,6 +520,16 @@ def _end_with_controller(controller: int | None) -> None:
         os.kill(os.getpid(), signal.SIGKILL)  # the controller died before the signal was armed
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Note the case of the item this process runs next, for the runner's ``upcoming``."""
+    callspec = getattr(nextitem, "callspec", None)
+    case = callspec.params.get(CASE_FIXTURE) if callspec is not None else None
+    from scaffold.cases import Case
+
+    plugin_state(item.config).next_case = case if isinstance(case, Case) else None
+
+
 @pytest.fixture(scope="session")
 def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     """The trial runner of this process (one per pytest-xdist worker)."""
@@ -529,6 +539,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         _end_with_controller(workerinput.get(CONTROLLER_KEY))
     worker = workerinput["workerid"] if workerinput else "main"
     runner = state.use(lambda: state.session.open_runner(worker, state.live_engines()))
+    runner.upcoming = lambda: state.next_case
     try:
         yield runner
     finally:

@@ -14,6 +14,7 @@ import pytest
 from scaffold.errors import CometError
 
 if TYPE_CHECKING:
+    from scaffold.cases import Case
     from scaffold.session import EngineReport, HarnessSession, Options
 
 __all__ = ["ENGINES_KEY", "SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
@@ -37,6 +38,9 @@ class PluginState:
     """True once this process collected comet cases: the plugin is in use."""
     accepted: bool = False
     """True once collection checked the session's settings (agent, gates, ...): its plan may be written."""
+    next_case: Case | None = None
+    """The case of the item this process runs after the current one (pytest's ``nextitem``; xdist holds
+    one back so it is known), None when no trial follows: the runner's ``upcoming``."""
     _session: HarnessSession | None = None
     _experiment_id: str | None = None
     _token: str | None = None

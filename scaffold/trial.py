@@ -113,6 +113,9 @@ class Runner:
     start_gate: StartGate | None = None
     """Spaces the starts of trials on one machine (scaffold.start_gate); None: every trial starts at once.
     The session sets it for agents that call a model."""
+    upcoming: Callable[[], Case | None] | None = None
+    """The case this runner runs after the current one (pytest's next item; None from it: none follows),
+    told to the backend before each workspace is made (``Backend.expect``); None: not known."""
     _hashes: dict[Path, str] = field(default_factory=dict)
     _prepared: set[tuple[str, bool]] = field(default_factory=set)
 
@@ -244,6 +247,9 @@ class Runner:
             if prepared not in self._prepared:
                 self.backend.prepare(task)
                 self._prepared.add(prepared)
+            if self.upcoming is not None:
+                following = self.upcoming()
+                self.backend.expect(following.task if following is not None else None)
             workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
             self._install(workspace, treatment, profile.name)
             phases["workspace_s"] = time.monotonic() - mark

@@ -216,6 +216,11 @@ class Backend(Protocol):
     def prepare(self, task: Task) -> None:
         """Build what every trial of *task* needs (an image); once per session."""
 
+    def expect(self, task: str | None) -> None:
+        """A hint given before :meth:`create`: the name of the task whose trial this backend makes after
+        the one about to be made, None when none follows. A backend that makes a workspace ahead (docker's
+        standby container) makes none that would go unused; the others ignore it."""
+
     def create(self, task: Task, trial_key: str) -> Workspace:
         """A fresh workspace holding the task's environment files."""
 

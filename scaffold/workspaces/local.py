@@ -160,6 +160,9 @@ class LocalBackend:
     def prepare(self, task: Task) -> None:
         """Nothing to build: the environment files are copied per trial."""
 
+    def expect(self, task: str | None) -> None:
+        """Nothing is made ahead: a folder copy is as quick as it gets."""
+
     def create(self, task: Task, trial_key: str) -> LocalWorkspace:
         path = self._root / trial_key
         if path in self._removing:  # the same trial again (a rerun): its old folder must be gone first

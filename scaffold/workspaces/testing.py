@@ -157,12 +157,17 @@ class ScriptedBackend:
         self._host_address = host_address
         self.workspaces: list[ScriptedWorkspace] = []
         self.prepared: list[str] = []
+        self.expected: list[str | None] = []
+        """The hints :meth:`expect` was given, in order (the task of the trial after each)."""
 
     def start_slots(self) -> tuple[str, int]:
         return ("scripted", 0)  # never spaced: nothing here starts a real process
 
     def prepare(self, task: Task) -> None:
         self.prepared.append(task.name)
+
+    def expect(self, task: str | None) -> None:
+        self.expected.append(task)
 
     def create(self, task: Task, trial_key: str) -> ScriptedWorkspace:
         path = self._root / trial_key

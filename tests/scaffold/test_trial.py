@@ -262,3 +262,26 @@ def test_a_gated_start_is_waited_before_the_trial_and_recorded_apart(factory: Ta
     assert slept == [5.0]
     assert [r.phases.get("start_wait_s") for r in records] == [None] * cores + [5.0]
     assert records[-1].duration_s < 5.0 and records[-1].verdict == "passed"
+
+
+def test_the_backend_is_told_before_each_workspace_which_task_follows(factory: TaskFactory, tmp_path: Path) -> None:
+    from scaffold.workspaces.local import LocalBackend
+
+    class Hinted(LocalBackend):
+        hints: list[str | None]
+
+        def expect(self, task: str | None) -> None:
+            self.hints.append(task)
+
+    factory.task("t")
+    factory.task("u")
+    runner = runner_for(factory, tmp_path)
+    runner.backend.close()
+    runner.backend = backend = Hinted(tmp_path / "ws-hinted")
+    backend.hints = []
+    plan = [Case("t", "CONTROL", 1), Case("t", "CONTROL", 2), Case("u", "CONTROL", 1)]
+    upcoming = iter([*plan[1:], None])
+    runner.upcoming = lambda: next(upcoming)
+    assert [runner.run(case).record.verdict for case in plan] == ["passed"] * 3
+    assert backend.hints == ["t", "u", None]  # before each trial's workspace: the task of the one after
+    backend.close()

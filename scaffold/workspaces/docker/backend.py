@@ -23,7 +23,9 @@ Decisions, each explained where it is implemented:
 * validation (strict) runs in the agent's container once the keeper has ended every other process and
   the container has left its network (:meth:`DockerBackend.begin_validation`);
 * containers are removed in a background thread; labels name their session, and whatever a dead
-  session left is swept (:mod:`.sessions`).
+  session left is swept (:mod:`.sessions`);
+* the same thread starts the next trial's container while a trial runs, and the next trial of the same
+  task takes it (:mod:`.standby`).
 
 Only the Docker SDK talks to the engine (:mod:`.engine`): the *engine* given (one of a pool,
 :mod:`scaffold.workspaces.engines`), else ``DOCKER_HOST``. Work done once per engine (task images, the
@@ -71,7 +73,9 @@ from scaffold.workspaces.docker.standby import (
     STANDBY_DELAY_S,
     STANDBY_FOLDER,
     STANDBY_WAIT_S,
+    UNKNOWN,
     Standby,
+    Unknown,
     standby_from_env,
     standby_key,
 )
@@ -193,6 +197,7 @@ class DockerBackend:
         self.standby = standby if standby is not None else standby_from_env()
         """Start the next trial's container while a trial runs (:mod:`.standby`)."""
         self._standby: Standby | None = None
+        self._next_task: str | Unknown | None = UNKNOWN  # expect(): the task of the trial after the next
         self._reaper = Reaper(lambda: _direct(connect(self.docker_engine).api))
         info = self.client.info()
         self._cpus = float(info.get("NCPU") or os.cpu_count() or 1)
@@ -477,13 +482,18 @@ class DockerBackend:
 
     # -- containers
 
+    def expect(self, task: str | Unknown | None) -> None:
+        self._next_task = task
+
     def create(self, task: Task, trial_key: str, *, network: bool | None = None) -> DockerWorkspace:
         self.prepare(task)
         network = self.network if network is None else network
         path = self.workspace_root / trial_key
         workspace = self._from_standby(task, trial_key, path, network) or self._fresh(task, trial_key, path, network)
         self._workspaces.append(workspace)
-        self._stand_by(task, network)
+        following, self._next_task = self._next_task, UNKNOWN  # a hint is for one trial
+        if following is UNKNOWN or following == task.name:  # not known: the same task, as with --count
+            self._stand_by(task, network)
         return workspace
 
     def _workspace(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace:

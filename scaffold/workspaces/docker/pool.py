@@ -31,6 +31,7 @@ from scaffold.workspaces.docker.base_image import BASE_TAG, RELEASES, base_tag
 from scaffold.workspaces.docker.copy_mode import engine_sees
 from scaffold.workspaces.docker.engine import connect
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Session, remove_container, sweep
+from scaffold.workspaces.docker.standby import UNKNOWN, Unknown
 from scaffold.workspaces.engines import Engine
 
 __all__ = ["EngineCheck", "EngineStatus", "PoolBackend", "check_engine", "probe", "probe_all"]
@@ -94,6 +95,7 @@ class PoolBackend:
         self._made: list[DockerBackend] = []
         self._dead: dict[str, str] = {}  # engine URL -> why it counts as dead
         self._owners: dict[int, DockerBackend] = {}  # id(workspace) -> the backend that made it
+        self._expected: str | Unknown | None = UNKNOWN
 
     @property
     def engine(self) -> str:
@@ -154,8 +156,17 @@ class PoolBackend:
     def prepare(self, task: Task) -> None:
         self._run(lambda backend: backend.prepare(task))
 
+    def expect(self, task: str | None) -> None:
+        self._expected = task  # given to whichever engine makes the workspace
+
     def create(self, task: Task, trial_key: str) -> Workspace:
-        workspace = self._run(lambda backend: backend.create(task, trial_key))
+        hint, self._expected = self._expected, UNKNOWN  # a hint is for one trial
+
+        def make(backend: DockerBackend) -> Workspace:
+            backend.expect(hint)
+            return backend.create(task, trial_key)
+
+        workspace = self._run(make)
         assert self._current is not None
         self._owners[id(workspace)] = self._current
         return workspace

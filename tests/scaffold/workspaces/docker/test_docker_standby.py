@@ -158,3 +158,18 @@ def test_a_trial_that_comes_before_its_standby_begins_gets_its_own_container(
     backend.drain()  # the standby scheduled after the second is cancelled before it begins, or removed
     assert session_containers(backend) == []
     assert session_volumes(backend) == []
+
+
+def test_no_standby_is_made_when_the_next_trial_is_of_another_task_or_none_follows(
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+) -> None:
+    task = a_task(factory, "hinted")
+    for n, following in enumerate(["another", None], start=1):
+        backend.expect(following)
+        workspace = backend.create(task, f"exp/hinted-CONTROL-r{n}")
+        assert standbys(backend, wait_s=3.0) == {}  # when one is made, it runs ~1.2 s after the trial's
+        backend.destroy(workspace, keep=False)
+    backend.expect(task.name)  # the same task follows: one is made
+    workspace = backend.create(task, "exp/hinted-CONTROL-r3")
+    assert len(standbys(backend)) == 1
+    backend.destroy(workspace, keep=False)
