@@ -31,7 +31,11 @@ class FakeBackend:
     docker_engine: Engine
     fail: bool = False
     made: list[str] = field(default_factory=list)
+    hints: list[Any] = field(default_factory=list)
     closed: bool = False
+
+    def expect(self, task: Any) -> None:
+        self.hints.append(task)
 
     def prepare(self, task: Any) -> None:
         if self.fail:
@@ -61,8 +65,10 @@ def test_a_worker_moves_to_the_next_engine_when_its_own_is_gone() -> None:
 
     pool = PoolBackend([GONE_A, GONE_B], make, say=said.append)
     assert pool.engine == GONE_A.url
+    pool.expect("t")
     workspace = pool.create(object(), "exp/t-r1")  # type: ignore[arg-type]
     assert made[GONE_B.url].made == ["exp/t-r1"] and pool.engine == GONE_B.url
+    assert made[GONE_B.url].hints == ["t"]  # the hint reaches the engine that made the workspace
     assert GONE_A.url in pool.dead and made[GONE_A.url].closed
     assert said and GONE_A.url in said[0] and f"the next trials run on {GONE_B.url}" in said[0]
     pool.destroy(workspace, keep=False)
