@@ -145,12 +145,15 @@ def test_standby_is_off_with_the_environment_variable(
 
 
 def test_a_trial_that_comes_before_its_standby_begins_gets_its_own_container(
-    backend: DockerBackend, factory: TaskFactory, tmp_path: Path
+    backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import scaffold.workspaces.docker.backend as module
+
+    monkeypatch.setattr(module, "STANDBY_DELAY_S", 60.0)  # however slow this machine, the trial comes first
     task = a_task(factory, "quick")
     first = backend.create(task, "exp/quick-CONTROL-r1")
     backend.destroy(first, keep=False)
-    second = backend.create(task, "exp/quick-CONTROL-r2")  # well within STANDBY_DELAY_S: not begun
+    second = backend.create(task, "exp/quick-CONTROL-r2")  # within STANDBY_DELAY_S: not begun
     labels = backend.client.containers.get(second.container_id).labels
     assert labels["comet-eval.trial"] == "exp/quick-CONTROL-r2"  # made for it, as without standby
     assert shell(second, "cat src/a.txt", tmp_path) == "quick a\n"
