@@ -46,6 +46,7 @@ from scaffold.tasks import load_catalog  # noqa: E402
 from scaffold.treatments import load_treatments  # noqa: E402
 from scaffold.trial import Runner, Settings  # noqa: E402
 from scaffold.workspaces.backends import create_backend  # noqa: E402
+from scaffold.workspaces.local import LocalBackend  # noqa: E402
 
 CHECK = """\
 from pathlib import Path
@@ -136,7 +137,8 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
     (this process and its children) is recorded too: it hardly moves with load, wall time does.
     """
     runner = make_runner(tasks, root, "local", "paired")
-    drain = getattr(runner.backend, "drain", lambda: None)
+    assert isinstance(runner.backend, LocalBackend)
+    drain = runner.backend.drain
     env = bare_local_env(root)
     bare_local_trial(tasks / "bench", root, env)  # warm-up
     out: dict[str, list[float]] = {"h": [], "b": [], "h_cpu": [], "b_cpu": []}

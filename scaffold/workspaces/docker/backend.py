@@ -573,7 +573,6 @@ class DockerBackend:
             return None
         fits = standby.key == standby_key(task, network)
         if not fits or not standby.take() or not standby.done.wait(STANDBY_WAIT_S) or not standby.created:
-            standby.cancelled.set()
             self._discard(standby)
             return None
         spare = standby.workspace
@@ -593,21 +592,22 @@ class DockerBackend:
                 shutil.copytree(task.environment_dir, path, symlinks=True, dirs_exist_ok=True)
                 workspace.control, spare.control = spare.control, None
             self._attach(workspace, standby.created, "agent")
-        except Exception:
-            # The standby goes, and the trial gets a fresh container (an error of the files recurs there).
+        except BaseException as exc:
+            # The standby goes, and the trial gets a fresh container (an error of the files recurs there);
+            # at once while Ctrl-C propagates, as the process may be about to end.
+            interrupted = not isinstance(exc, Exception)
             self._owned.remove(path)
             self._remove_control(workspace)
-            self._discard(standby)
+            self._discard(standby, synchronously=interrupted)
+            if interrupted:
+                raise
             return None
-        except BaseException:
-            self._owned.remove(path)
-            self._remove_control(workspace)
-            self._discard(standby, synchronously=True)
-            raise
         return workspace
 
     def _discard(self, standby: Standby, *, synchronously: bool = False) -> None:
-        """Remove a standby no trial takes (another task came, or the session ends), in the background."""
+        """Remove a standby no trial takes (another task came, or the session ends), in the background.
+        One not begun is never made; one begun is made, then removed."""
+        standby.cancelled.set()
         spare = standby.workspace
 
         def job(api: Any) -> None:
@@ -872,7 +872,6 @@ class DockerBackend:
     def _drop_standby(self) -> None:
         standby, self._standby = self._standby, None
         if standby is not None:
-            standby.cancelled.set()  # not begun: never made; begun: made, then removed
             self._discard(standby, synchronously=sys.exc_info()[0] is not None)
 
     def _copy_out(self, files: ContainerFiles) -> None:
