@@ -42,6 +42,7 @@ docker backend, a reachable engine with the base image (the test suite builds it
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -257,6 +258,26 @@ def docker_ready() -> str | None:
     return None
 
 
+def summarize(runs: list[Run], backends: list[str]) -> None:
+    """The goal's verdict, then one line per backend and -n, for scripts."""
+    print()
+    ok = True
+    for backend in backends:
+        mine = [r for r in runs if r.backend == backend]
+        by_n = {r.n: r for r in mine}
+        if 8 in by_n and 16 in by_n and by_n[16].wall > by_n[8].wall:
+            ok = False
+            print(f"{backend}: -n 16 ({by_n[16].wall:.1f} s) slower than -n 8 ({by_n[8].wall:.1f} s): MISS")
+        ok = ok and all(r.ratio <= RATIO_GOAL for r in mine)
+    print(f"goal: every ratio <= {RATIO_GOAL}, -n 16 never slower than -n 8: {'PASS' if ok else 'MISS'}")
+    for run in runs:
+        base = next(r for r in runs if r.backend == run.backend)
+        print(
+            f"{run.backend} -n {run.n}: wall {run.wall:.1f} s, speedup {base.wall / run.wall:.1f}x,"
+            f" floor {run.floor:.1f} s, ratio {run.ratio:.2f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=32)
@@ -265,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
     parser.add_argument("--as-installed", action="store_true", help="keep the optional pytest plugins loaded")
     parser.add_argument("--start-window", type=float, help="the runs' --start-window (default: the harness's, 1 s)")
+    parser.add_argument("--keep", type=Path, help="keep each run's logs (trial records) under this folder")
     args = parser.parse_args(argv)
     extra = () if args.as_installed else blocking_args(installed_optional_plugins())
     if args.start_window is not None:
@@ -287,7 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         f" optional plugins: {'as installed' if args.as_installed else ' '.join(extra) or 'none installed'}"
     )
     runs: list[Run] = []
-    with tempfile.TemporaryDirectory(prefix="comet-bench-concurrency-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = (
+            str(args.keep)
+            if args.keep
+            else stack.enter_context(tempfile.TemporaryDirectory(prefix="comet-bench-concurrency-"))
+        )
         bare_wall, bare_cpu = bare_cli(str(cli), args.latency, Path(tmp))
         cores = os.cpu_count() or 1
         print(
@@ -309,23 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                     f" {(run.busy_cpu - args.trials * bare_cpu) / args.trials:.2f} s per trial",
                     flush=True,
                 )
-                shutil.rmtree(Path(tmp) / f"{backend}-n{n}", ignore_errors=True)
-    print()
-    ok = True
-    for backend in backends:
-        mine = [r for r in runs if r.backend == backend]
-        by_n = {r.n: r for r in mine}
-        if 8 in by_n and 16 in by_n and by_n[16].wall > by_n[8].wall:
-            ok = False
-            print(f"{backend}: -n 16 ({by_n[16].wall:.1f} s) slower than -n 8 ({by_n[8].wall:.1f} s): MISS")
-        ok = ok and all(r.ratio <= RATIO_GOAL for r in mine)
-    print(f"goal: every ratio <= {RATIO_GOAL}, -n 16 never slower than -n 8: {'PASS' if ok else 'MISS'}")
-    for run in runs:
-        base = next(r for r in runs if r.backend == run.backend)
-        print(
-            f"{run.backend} -n {run.n}: wall {run.wall:.1f} s, speedup {base.wall / run.wall:.1f}x,"
-            f" floor {run.floor:.1f} s, ratio {run.ratio:.2f}"
-        )
+                if not args.keep:
+                    shutil.rmtree(Path(tmp) / f"{backend}-n{n}", ignore_errors=True)
+    summarize(runs, backends)
     return 0
 
 

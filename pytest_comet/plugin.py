@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
+from pytest_comet.gcpolicy import freeze, thaw
 from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
 from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
@@ -340,7 +341,9 @@ CLAIMED_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 # --- configure ---------------------------------------------------------------------------------------
 
 
+@pytest.hookimpl(tryfirst=True)  # first, so its cleanup runs after pytest's own (they run last in, first out)
 def pytest_configure(config: pytest.Config) -> None:
+    config.add_cleanup(thaw)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
@@ -461,6 +464,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Also called after a usage error in pytest_collection_modifyitems: nothing is written then.
     if state is None or not state.accepted or config.option.collectonly:
         return
+    freeze()  # pytest_comet.gcpolicy: what the collection made lives as long as the process
     if workerinput is not None and workerinput.get("workerid") != "gw0":
         return
     from datetime import UTC, datetime

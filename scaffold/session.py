@@ -40,7 +40,6 @@ from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.judge import judge_enabled, resolve_judge
 from scaffold.judge.transport import JudgeRun, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
-from scaffold.reports.gates import Gate, parse_gate
 from scaffold.skill_eval.resolve import (
     DEFAULT_AGENT,
     Choice,
@@ -60,7 +59,6 @@ from scaffold.treatments import (
     load_treatments,
     parse_skill_bases,
 )
-from scaffold.trial import KeepPolicy, Runner, Settings
 from scaffold.workspaces.backends import create_backend, sweep_crashed
 from scaffold.workspaces.engines import Engine, order, resolve_pool, total_capacity
 from scaffold.workspaces.image_aliases import resolve_image_aliases
@@ -68,7 +66,9 @@ from scaffold.workspaces.owners import state_root
 from scaffold.workspaces.uv_tool import uv_binaries
 
 if TYPE_CHECKING:
+    from scaffold.reports.gates import Gate
     from scaffold.skill_eval.manifest import Manifest
+    from scaffold.trial import KeepPolicy, Runner, Settings
     from scaffold.workspaces.docker.pool import EngineStatus
 
 __all__ = [
@@ -501,6 +501,10 @@ class HarnessSession:
         return self._experiment
 
     def settings(self) -> Settings:
+        # scaffold.trial (the runner, transcripts, validation) is imported by the first trial, not by
+        # the collection that every xdist worker must finish before any trial starts (docs/scale.md).
+        from scaffold.trial import Settings
+
         options = self.resolved
         return Settings(
             backend=options.backend,
@@ -596,6 +600,8 @@ class HarnessSession:
         needs; the caller closes ``runner.backend`` when the session ends. With an engine pool the backend
         is bound to *worker*'s engine among *live_engines* (the URLs the controller found answering;
         None: asked here)."""
+        from scaffold.trial import Runner
+
         tasks, treatments = self.catalogs()
         agent = self.agent()
         root = self.options.workspace_root or default_workspace_root()
@@ -666,7 +672,13 @@ class HarnessSession:
         if self._gates is None:
             manifest = self.manifest()
             extra = manifest.quality_gates.gates if manifest is not None else ()
-            self._gates = tuple(parse_gate(expression) for expression in (*self.options.gates, *extra))
+            expressions = (*self.options.gates, *extra)
+            if expressions:  # the reports' model comes with it: not every worker's import (docs/scale.md)
+                from scaffold.reports.gates import parse_gate
+
+                self._gates = tuple(parse_gate(expression) for expression in expressions)
+            else:
+                self._gates = ()
         return self._gates
 
     def outputs(self) -> ReportOutputs:
