@@ -48,7 +48,7 @@ from scaffold.skill_eval.resolve import (
     select_tasks,
     with_agent_endpoint,
 )
-from scaffold.start_gate import DEFAULT_WINDOW_S, StartGate
+from scaffold.start_gate import DEFAULT_WINDOW_S, LOAD_ENV, StartGate
 from scaffold.tasks import Task, TaskCatalog, load_catalog
 from scaffold.treatments import (
     CONTROL,
@@ -639,7 +639,10 @@ class HarnessSession:
         window = self.options.start_window
         if window <= 0 or not self.agent().network.enabled:
             return None
-        return StartGate(state_root() / "start-gate", window)
+        gate = StartGate(state_root() / "start-gate", window)
+        if os.environ.get(LOAD_ENV) == "0":  # the process environment's, as the other COMET_DOCKER_* switches
+            gate.runnable = None  # no wait for a free core: the window alone
+        return gate
 
     def image_aliases(self) -> dict[str, str]:
         """The image aliases: the file (``--image-alias-file``, else ``$COMET_IMAGE_ALIAS_FILE``), then
