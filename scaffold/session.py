@@ -641,7 +641,7 @@ class HarnessSession:
             return None
         gate = StartGate(state_root() / "start-gate", window)
         if os.environ.get(LOAD_ENV) == "0":  # the process environment's, as the other COMET_DOCKER_* switches
-            gate.runnable = None  # no wait for a free core: the window alone
+            gate.crowded = None  # no wait for a free core: the window alone
         return gate
 
     def image_aliases(self) -> dict[str, str]:

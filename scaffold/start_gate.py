@@ -14,7 +14,7 @@ the same time) and the gate seldom waits. Agents that call no model (oracle, nop
 their trials are milliseconds of work with nothing to overlap.
 
 On this machine (the local backend, a Docker engine at a ``unix://`` socket) a start also waits while
-more threads are runnable than there are cores (``/proc/loadavg``), for at most three windows: a start
+more threads are runnable than the machine has CPUs (``/proc/loadavg``), for at most three windows: a start
 burst on cores that are already full slows every trial in flight. Measured side by side with 32 Claude
 Code trials on 2 cores (benchmarks/concurrency.py), with it and without: local ``-n 4/8/16`` 45.5/28.4/30.4
 against 46.0/28.9/32.6 s, docker ``-n 4`` 52.3 against 56.8 s and ``-n 16`` 42.6 against 45.1 s (its busy
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-__all__ = ["DEFAULT_WINDOW_S", "LOAD_ENV", "Admission", "StartGate", "here", "runnable_here"]
+__all__ = ["DEFAULT_WINDOW_S", "LOAD_ENV", "Admission", "StartGate", "crowded_here", "here"]
 
 DEFAULT_WINDOW_S: Final = 1.0
 """A Node agent CLI's start-up CPU, about a second (measured: 1.1-1.4 CPU s for Claude Code)."""
@@ -54,10 +54,13 @@ def here(machine: str) -> bool:
     return machine == "local" or machine.startswith("unix://")
 
 
-def runnable_here() -> int | None:
-    """Threads runnable on this machine now, the reader left out (``/proc/loadavg``'s fourth field);
-    None where there is no such file. The smaller of two readings 10 ms apart: a single one catches
-    short spikes (a process starting, a flush)."""
+def crowded_here() -> bool | None:
+    """Whether more threads are runnable on this machine now than it has CPUs; None where that cannot be
+    read. Both figures are the whole machine's (``/proc/loadavg``'s fourth field, the reader left out,
+    and ``os.cpu_count()``), also inside a container whose own share of the CPUs is smaller: what counts
+    is whether a start burst would find a core free. The smaller of two readings 10 ms apart: a single
+    one catches short spikes (a process starting, a flush)."""
+    cpus = os.cpu_count()
     readings = []
     for attempt in range(2):
         if attempt:
@@ -66,7 +69,7 @@ def runnable_here() -> int | None:
             readings.append(int(Path("/proc/loadavg").read_text("ascii").split()[3].split("/")[0]) - 1)
         except (OSError, ValueError, IndexError):
             return None
-    return min(readings)
+    return None if cpus is None else min(readings) > cpus
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +88,8 @@ class StartGate:
     window: float = DEFAULT_WINDOW_S
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
-    runnable: Callable[[], int | None] | None = runnable_here
-    """Threads runnable on this machine now (None: unknown); None here: no wait for a free core."""
+    crowded: Callable[[], bool | None] | None = crowded_here
+    """Whether this machine's cores are all taken now (None: unknown); None here: no wait for a core."""
     _made: bool = field(default=False, repr=False)
 
     def admit(self, machine: str, slots: int) -> Admission:
@@ -114,8 +117,8 @@ class StartGate:
                 if wait > 0:
                     self.sleep(wait)
                 now = self.clock()
-            if self.runnable is not None and here(machine):
-                now = self._free_core(slots, now)
+            if self.crowded is not None and here(machine):
+                now = self._free_core(now)
             starts.append(now)
             fh.seek(0)
             fh.truncate()
@@ -123,12 +126,12 @@ class StartGate:
             fh.flush()
         return Admission(now, now - entered)
 
-    def _free_core(self, slots: int, now: float) -> float:
-        """Wait (holding the lock: the others queue behind) until no more threads than *slots* are
-        runnable, or three windows have passed."""
-        assert self.runnable is not None
+    def _free_core(self, now: float) -> float:
+        """Wait (holding the lock: the others queue behind) until a core is free, or three windows have
+        passed."""
+        assert self.crowded is not None
         deadline = now + _LOAD_WINDOWS * self.window
-        while now < deadline and (busy := self.runnable()) is not None and busy > slots:
+        while now < deadline and self.crowded():
             self.sleep(_LOAD_POLL_S)
             now = self.clock()
         return now

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaffold.start_gate import DEFAULT_WINDOW_S, StartGate, runnable_here
+from scaffold.start_gate import DEFAULT_WINDOW_S, StartGate, crowded_here
 
 
 class FakeTime:
@@ -31,7 +31,7 @@ class FakeTime:
 
 
 def _gate(folder: Path, fake: FakeTime, window: float) -> StartGate:
-    return StartGate(folder, window, clock=fake.clock, sleep=fake.sleep, runnable=lambda: 0)
+    return StartGate(folder, window, clock=fake.clock, sleep=fake.sleep, crowded=lambda: False)
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,32 +92,31 @@ def test_a_start_from_before_a_reboot_is_ignored(tmp_path: Path) -> None:
 
 def test_a_start_here_waits_for_a_free_core_for_at_most_three_windows(tmp_path: Path) -> None:
     fake = FakeTime()
-    readings = iter([5, 4, 3, 2, 9])  # runnable threads, read before each poll
-    gate = StartGate(tmp_path, 1.0, clock=fake.clock, sleep=fake.sleep, runnable=lambda: next(readings))
-    # 5, 4 and 3 are more than the 2 cores: three polls of 50 ms; 2 fits.
+    readings = iter([True, True, True, False, True])  # whether every core is taken, read before each poll
+    gate = StartGate(tmp_path, 1.0, clock=fake.clock, sleep=fake.sleep, crowded=lambda: next(readings))
+    # Three readings of full cores: three polls of 50 ms; then a core is free.
     assert abs(gate.admit("local", 2).waited - 0.15) < 1e-9
     # A machine whose cores stay full slows the starts; it never stalls them.
-    full = StartGate(tmp_path / "full", 1.0, clock=fake.clock, sleep=fake.sleep, runnable=lambda: 99)
+    full = StartGate(tmp_path / "full", 1.0, clock=fake.clock, sleep=fake.sleep, crowded=lambda: True)
     assert 3.0 <= full.admit("unix:///run/docker.sock", 2).waited < 3.0 + 0.05 + 1e-9
 
 
 def test_no_wait_for_a_core_elsewhere_or_unknown(tmp_path: Path) -> None:
     fake = FakeTime()
-    full = StartGate(tmp_path, 1.0, clock=fake.clock, sleep=fake.sleep, runnable=lambda: 99)
+    full = StartGate(tmp_path, 1.0, clock=fake.clock, sleep=fake.sleep, crowded=lambda: True)
     # An engine on another host: this machine's load says nothing of its cores.
     assert full.admit("tcp://10.0.0.2:2376", 2).waited == 0.0
     assert full.admit("ssh://builder", 2).waited == 0.0
-    unknown = StartGate(tmp_path / "u", 1.0, clock=fake.clock, sleep=fake.sleep, runnable=lambda: None)
+    unknown = StartGate(tmp_path / "u", 1.0, clock=fake.clock, sleep=fake.sleep, crowded=lambda: None)
     assert unknown.admit("local", 2).waited == 0.0
-    off = StartGate(tmp_path / "off", 1.0, clock=fake.clock, sleep=fake.sleep, runnable=None)
+    off = StartGate(tmp_path / "off", 1.0, clock=fake.clock, sleep=fake.sleep, crowded=None)
     assert off.admit("local", 2).waited == 0.0
 
 
-def test_this_machines_runnable_threads_are_read_from_the_kernel() -> None:
+def test_this_machines_load_is_read_from_the_kernel() -> None:
     if not Path("/proc/loadavg").exists():
         pytest.skip("no /proc/loadavg: not Linux")
-    count = runnable_here()
-    assert isinstance(count, int) and count >= 0
+    assert crowded_here() in (True, False)
 
 
 ADMIT = """
@@ -155,10 +154,10 @@ def test_the_session_spaces_agents_that_call_a_model_and_no_others(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "x-test-key")
     monkeypatch.setenv("COMET_EVAL_HOME", str(tmp_path / "home"))
     gate = HarnessSession(Options(root=tmp_path, agent="claude-code")).start_gate()
-    assert gate is not None and gate.window == DEFAULT_WINDOW_S and gate.runnable is not None
+    assert gate is not None and gate.window == DEFAULT_WINDOW_S and gate.crowded is not None
     monkeypatch.setenv("COMET_START_GATE_LOAD", "0")
     windowed = HarnessSession(Options(root=tmp_path, agent="claude-code")).start_gate()
-    assert windowed is not None and windowed.runnable is None  # the window alone
+    assert windowed is not None and windowed.crowded is None  # the window alone
     monkeypatch.delenv("COMET_START_GATE_LOAD")
     assert HarnessSession(Options(root=tmp_path, agent="claude-code", start_window=0)).start_gate() is None
     assert (
