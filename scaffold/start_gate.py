@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from scaffold.workspaces.engines import on_this_machine
+
 __all__ = ["DEFAULT_WINDOW_S", "LOAD_ENV", "Admission", "StartGate", "crowded_here", "here"]
 
 DEFAULT_WINDOW_S: Final = 1.0
@@ -50,8 +52,9 @@ _LOAD_WINDOWS: Final = 3  # the longest wait for a free core, in windows: a busy
 
 
 def here(machine: str) -> bool:
-    """Whether the agents of *machine* (a start gate key) run on this machine's cores."""
-    return machine == "local" or machine.startswith("unix://")
+    """Whether the agents of *machine* (a start gate key: ``local``, or an engine's URL) run on this
+    machine's cores."""
+    return machine == "local" or on_this_machine(machine)
 
 
 def crowded_here() -> bool | None:

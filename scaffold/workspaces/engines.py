@@ -46,6 +46,7 @@ __all__ = [
     "default_engine",
     "environment_for",
     "load_pool_file",
+    "on_this_machine",
     "order",
     "parse_engine",
     "resolve_pool",
@@ -53,6 +54,15 @@ __all__ = [
     "total_capacity",
     "worker_index",
 ]
+
+
+def on_this_machine(url: str) -> bool:
+    """Whether the engine at *url* runs on this machine (a unix socket): what it binds are this machine's
+    folders, its gateway is this machine, its containers' processes use this machine's cores. A TCP or
+    ssh engine counts as elsewhere, even at 127.0.0.1: nothing tells that it shares this machine's file
+    system and network."""
+    return url.startswith("unix://")
+
 
 POOL_HOSTS_ENV: Final = "COMET_DOCKER_HOSTS"
 POOL_FILE_ENV: Final = "COMET_DOCKER_POOL"
@@ -85,10 +95,8 @@ class Engine:
 
     @property
     def local(self) -> bool:
-        """Whether the engine runs on this machine (a unix socket): what it binds are this machine's
-        folders and its gateway is this machine. A TCP or ssh engine counts as elsewhere, even at
-        127.0.0.1: nothing tells that it shares this machine's file system and network."""
-        return self.url.startswith("unix://")
+        """Whether the engine runs on this machine (:func:`on_this_machine`)."""
+        return on_this_machine(self.url)
 
     def describe(self) -> str:
         return f"{self.url}*{self.capacity}"
