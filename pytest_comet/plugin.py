@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pytest_comet.trial import Trial
     from scaffold.budget import Limits
     from scaffold.cases import Broken, Case
-    from scaffold.trial import Runner
+    from scaffold.trial import Runner, TrialResult
 
 CASE_FIXTURE = "comet_case"
 
@@ -117,6 +117,15 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         "(this one, or each engine's host) in any such window, so the agents' start-up bursts overlap other "
         "trials' model calls instead of each other; on this machine, none either while its cores are full "
         "(default 1; 0 starts every trial at once; COMET_START_GATE_LOAD=0: the window alone)",
+    )
+    add(
+        "--in-flight",
+        default="auto",
+        choices=("auto", "1", "2"),
+        help="trials each pytest-xdist worker holds at once: 2 starts the next item's trial while one runs; "
+        "auto: -n counts trials at once, and above 4 workers per core of this machine half as many "
+        "workers hold two each, when the command line sets a comet option and no engine pool is used "
+        "(default: auto)",
     )
     add(
         "--image-alias-file",
@@ -300,9 +309,11 @@ class _OptionAdder:
         word = seed.removeprefix("--")
         prefixed = f"--comet-{word}"
         attrs["dest"] = "comet_" + word.replace("-", "_")
+        OPTION_NAMES.add(prefixed)
         if os.environ.get(SHORT_OPTIONS_ENV) != "0" and not self._claimed(seed):
             try:
                 self._group.addoption(seed, prefixed, **attrs)
+                OPTION_NAMES.add(seed)
                 return
             except (ValueError, argparse.ArgumentError):
                 pass  # a plugin registered before this one took the name
@@ -326,6 +337,8 @@ class _OptionAdder:
         return False
 
 
+OPTION_NAMES: Final[set[str]] = set()
+"""The option strings this plugin registered (``--comet-task``, ``--task`` unless another plugin owns it)."""
 SHORT_OPTIONS_ENV: Final = "COMET_EVAL_SHORT_OPTIONS"
 """``0``: register only the ``--comet-`` forms, for a plugin not listed in CLAIMED_OPTIONS that takes one of
 the seed's names after this plugin registered it. Read from the process environment alone: reading
@@ -348,15 +361,60 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
+        _plan_workers(config)
         config.pluginmanager.register(Reporter(config), "comet-reporter")
         config.pluginmanager.register(LiveDisplay(config), "comet-live")
         # An engine pool is asked once, here, before any worker starts: the workers get the live engines.
         plugin_state(config).engine_report()
 
 
+def _plan_workers(config: pytest.Config) -> None:
+    """Under ``-n N``: how many worker processes hold the N trials (pytest_comet.ahead.plan). Decided
+    here, before xdist starts any worker and so before collection shows whether this is a comet suite:
+    fewer processes than ``-n`` only when asked (``--in-flight 2``) or when the command line sets one of
+    this plugin's options (auto), so that another project's ``pytest -n 16`` is never touched."""
+    tx = config.getoption("tx", None)
+    choice = config.getoption("comet_in_flight")
+    if not tx or any(spec != "popen" for spec in tx) or choice == "1":
+        return
+    state = plugin_state(config)
+    if state.uses_pool():
+        if choice == "2":
+            raise pytest.UsageError(
+                "--in-flight 2: an engine pool runs one trial per engine slot (worker gwK on slot K); "
+                "give the engines the capacity you want instead, and -n equal to it"
+            )
+        return
+    if choice == "auto" and not _names_comet_option(config):
+        return
+    from pytest_comet.ahead import plan
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    workers = plan(len(tx), cores, choice)
+    state.worker_plan = workers
+    if workers.workers < len(tx):
+        config.option.tx = ["popen"] * workers.workers
+        config.option.numprocesses = workers.workers
+
+
+def _names_comet_option(config: pytest.Config) -> bool:
+    import shlex
+
+    args = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    return any(str(arg).split("=", 1)[0] in OPTION_NAMES for arg in args)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    report = plugin_state(config).engine_report() if not hasattr(config, "workerinput") else None
-    return report.lines if report is not None else None
+    if hasattr(config, "workerinput"):
+        return None
+    state = plugin_state(config)
+    lines = []
+    if state.worker_plan is not None and state.worker_plan.doubled:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        lines.append("comet: " + state.worker_plan.describe(cores))
+    report = state.engine_report()
+    lines += report.lines if report is not None else []
+    return lines or None
 
 
 @pytest.hookimpl(trylast=True)
@@ -388,6 +446,11 @@ class _XdistHooks:
         live = plugin_state(node.config).live_engines()
         if live is not None:
             node.workerinput[ENGINES_KEY] = live
+        workers = plugin_state(node.config).worker_plan
+        if workers is not None:
+            from pytest_comet.ahead import IN_FLIGHT_KEY
+
+            node.workerinput[IN_FLIGHT_KEY] = workers.in_flight(node.gateway.id)
 
     @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: object | None) -> None:
@@ -532,7 +595,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     case = callspec.params.get(CASE_FIXTURE) if callspec is not None else None
     from scaffold.cases import Case
 
-    plugin_state(item.config).next_case = case if isinstance(case, Case) else None
+    state = plugin_state(item.config)
+    state.next_case = case if isinstance(case, Case) else None
+    state.next_item = nextitem
 
 
 @pytest.fixture(scope="session")
@@ -544,11 +609,16 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         _end_with_controller(workerinput.get(CONTROLLER_KEY))
     worker = workerinput["workerid"] if workerinput else "main"
     runner = state.use(lambda: state.session.open_runner(worker, state.live_engines()))
-    runner.upcoming = lambda: state.next_case
+    # With two trials in flight, the trial started ahead is what a standby container would be: the backend
+    # is told that nothing follows, so it makes none (scaffold.workspaces.docker.standby).
+    runner.upcoming = (lambda: state.next_case) if state.in_flight() == 1 else (lambda: None)
     try:
         yield runner
     finally:
-        runner.backend.close()
+        try:
+            state.ahead.stop(runner)  # a trial started ahead whose item never ran (Ctrl-C): no record
+        finally:
+            runner.backend.close()
 
 
 @pytest.fixture
@@ -572,7 +642,7 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
             request.node.user_properties.append(("comet_not_run", reason))
             pytest.skip(f"not run: {reason}")
     try:
-        result = runner.run(comet_case)
+        result = _run(request.config, runner, comet_case)
     except CometError as exc:
         request.node.user_properties.append(("comet_verdict", "invalid"))
         return Trial(comet_case, error=str(exc))
@@ -588,6 +658,18 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
     )
     observational = plugin_state(request.config).session.observes(comet_case.treatment)
     return Trial(comet_case, result, observational=observational)
+
+
+def _run(config: pytest.Config, runner: Runner, case: Case) -> TrialResult:
+    """*case*'s trial: the one started ahead for it, else run here. With two in flight, the next item's
+    trial is started first, so that it runs while this one does (pytest_comet.ahead)."""
+    from pytest_comet.ahead import may_start_ahead, session_allows
+
+    state = plugin_state(config)
+    if state.in_flight() > 1 and session_allows(config) and may_start_ahead(state.next_item, state.next_case):
+        assert state.next_case is not None
+        state.ahead.start(runner, state.next_case)
+    return state.ahead.result(case) if case in state.ahead else runner.run(case)
 
 
 def _recorded(runner: Runner, case: Case) -> bool:

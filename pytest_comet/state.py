@@ -14,6 +14,7 @@ import pytest
 from scaffold.errors import CometError
 
 if TYPE_CHECKING:
+    from pytest_comet.ahead import Ahead, WorkerPlan
     from scaffold.cases import Case
     from scaffold.session import EngineReport, HarnessSession, Options
 
@@ -23,6 +24,12 @@ WORKERINPUT_KEY: Final = "comet_experiment_id"
 SESSION_KEY: Final = "comet_session_token"
 ENGINES_KEY: Final = "comet_live_engines"
 T = TypeVar("T")
+
+
+def _ahead() -> Ahead:
+    from pytest_comet.ahead import Ahead
+
+    return Ahead()
 
 
 @dataclass
@@ -41,6 +48,12 @@ class PluginState:
     next_case: Case | None = None
     """The case of the item this process runs after the current one (pytest's ``nextitem``; xdist holds
     one back so it is known), None when no trial follows: the runner's ``upcoming``."""
+    next_item: pytest.Item | None = None
+    """That item itself (pytest_comet.ahead decides from its fixtures whether its trial may start ahead)."""
+    ahead: Ahead = field(default_factory=_ahead)
+    """The trials of this process started ahead of their items (pytest_comet.ahead)."""
+    worker_plan: WorkerPlan | None = None
+    """The controller's: the worker processes it runs for ``-n`` when fewer than ``-n`` (pytest_comet.ahead)."""
     _session: HarnessSession | None = None
     _experiment_id: str | None = None
     _token: str | None = None
@@ -90,6 +103,16 @@ class PluginState:
 
                 self._token = secrets.token_hex(8)
         return self._token
+
+    def in_flight(self) -> int:
+        """The trials this process may hold at once: the controller's word to a worker, else 2 only with
+        an explicit ``--in-flight 2`` (pytest_comet.ahead)."""
+        from pytest_comet.ahead import IN_FLIGHT_KEY
+
+        workerinput = getattr(self.config, "workerinput", None)
+        if workerinput is not None and IN_FLIGHT_KEY in workerinput:
+            return int(workerinput[IN_FLIGHT_KEY])
+        return 2 if self.config.getoption("comet_in_flight") == "2" else 1
 
     def uses_pool(self) -> bool:
         """Whether this session runs on an engine pool (decided from the options and the process

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,6 +52,8 @@ AUTHORING_SIMULATOR = (
 """The simulated user of authoring-skill tasks (auto_user) whose task.toml gives none."""
 
 _REGISTRY: dict[str, Profile] = {}
+_BUILDING = threading.Lock()
+"""Two trials of one process may be in flight (pytest_comet.ahead): a built-in is made once."""
 
 
 def register(profile: Profile) -> Profile:
@@ -154,4 +157,6 @@ _BUILTINS: dict[str, Callable[[], Profile]] = {
 def _ensure_builtin(name: str) -> None:
     """Register the built-in profile *name* on first use (one registered under that name first wins)."""
     if name not in _REGISTRY and name in _BUILTINS:
-        register(_BUILTINS[name]())
+        with _BUILDING:
+            if name not in _REGISTRY:
+                register(_BUILTINS[name]())

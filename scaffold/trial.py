@@ -5,9 +5,11 @@ This is the library entry point the pytest plugin calls for every case; it never
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -56,7 +58,7 @@ from scaffold.workflow_setup import (
 )
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 
-__all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult"]
+__all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult", "TrialStopped"]
 
 KeepPolicy = Literal["failed", "all", "none"]
 
@@ -82,6 +84,11 @@ class Settings:
     judge: tuple[tuple[str, str], ...] = ()
     """The judge settings (agent, model, base URL without credentials) when any is set: recorded in each
     trial's configuration (the judge itself: Runner.judge)."""
+
+
+class TrialStopped(BaseException):
+    """Raised in a trial the runner was told to stop (``Runner.stop``): it leaves no record, so a resumed
+    session runs it again. A BaseException, as Ctrl-C is: the trial's error handling must not record it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +125,26 @@ class Runner:
     told to the backend before each workspace is made (``Backend.expect``); None: not known."""
     _hashes: dict[Path, str] = field(default_factory=dict)
     _prepared: set[tuple[str, bool]] = field(default_factory=set)
+    # Two trials of one runner may be in flight at once (pytest_comet.ahead): the backend's calls and the
+    # caches are taken one thread at a time; the workspaces themselves are each trial's own.
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    _live: dict[int, Workspace] = field(default_factory=dict)
+    _stopped: threading.Event = field(default_factory=threading.Event)
+
+    def stop(self) -> None:
+        """Stop every trial in flight: end what their agents started; each then raises TrialStopped,
+        leaving no record. For a trial started ahead of its item when the session ends without the
+        item (Ctrl-C): the runner runs nothing after this."""
+        self._stopped.set()
+        with self._lock:
+            live = list(self._live.values())
+        for workspace in live:
+            with contextlib.suppress(Exception):  # a workspace going away as it is stopped
+                workspace.begin_validation(ValidationPolicy.STRICT)
+
+    def _check_stopped(self) -> None:
+        if self._stopped.is_set():
+            raise TrialStopped
 
     def config_for(self, case: Case) -> dict[str, Any]:
         """The resolved configuration of a case: everything that could change its result, minus the trial."""
@@ -217,9 +244,10 @@ class Runner:
         return task, treatment
 
     def _hash(self, path: Path, *, skip: frozenset[str] = frozenset()) -> str:
-        if path not in self._hashes:
-            self._hashes[path] = hash_tree(path, skip=skip)
-        return self._hashes[path]
+        with self._lock:
+            if path not in self._hashes:
+                self._hashes[path] = hash_tree(path, skip=skip)
+            return self._hashes[path]
 
     def _execute(  # noqa: PLR0915 - the phases of one trial, in order, in one place
         self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path
@@ -243,14 +271,8 @@ class Runner:
         try:
             progress.phase("workspace")
             mark = time.monotonic()
-            prepared = (task.name, task.without_skills)
-            if prepared not in self._prepared:
-                self.backend.prepare(task)
-                self._prepared.add(prepared)
-            if self.upcoming is not None:
-                following = self.upcoming()
-                self.backend.expect(following.task if following is not None else None)
-            workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
+            self._check_stopped()
+            workspace = self._create(task, case)
             self._install(workspace, treatment, profile.name)
             phases["workspace_s"] = time.monotonic() - mark
 
@@ -268,6 +290,7 @@ class Runner:
             with progress.watching(trial_dir):
                 trajectory = self.agent.run(workspace, request)
             phases["agent_s"] = time.monotonic() - mark
+            self._check_stopped()  # its agent was ended by Runner.stop: what follows would measure nothing
 
             mark = time.monotonic()
             # Before validation adds its files; what the agent wrote of its own key is not repeated.
@@ -317,12 +340,17 @@ class Runner:
         except BaseException:  # Ctrl-C or a stopped worker: no record, so a resume runs it again
             progress.remove()
             if workspace is not None:
-                self.backend.destroy(workspace, keep=False)
+                self._destroy(workspace, keep=False)
             raise
+        if self._stopped.is_set():  # stopped while it failed (its agent ended): not a result either
+            progress.remove()
+            if workspace is not None:
+                self._destroy(workspace, keep=False)
+            raise TrialStopped
         if workspace is not None:
             policy = self.settings.keep_workspaces
             keep = policy == "all" or (policy == "failed" and verdict != "passed")
-            self.backend.destroy(workspace, keep=keep)
+            self._destroy(workspace, keep=keep)
         progress.phase("done")  # the record is written next
         finished = self.clock()
         record = TrialRecord(
@@ -369,6 +397,24 @@ class Runner:
         )
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record))
+
+    def _create(self, task: Task, case: Case) -> Workspace:
+        with self._lock:
+            prepared = (task.name, task.without_skills)
+            if prepared not in self._prepared:
+                self.backend.prepare(task)
+                self._prepared.add(prepared)
+            if self.upcoming is not None:
+                following = self.upcoming()
+                self.backend.expect(following.task if following is not None else None)
+            workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
+            self._live[id(workspace)] = workspace
+            return workspace
+
+    def _destroy(self, workspace: Workspace, *, keep: bool) -> None:
+        with self._lock:
+            self._live.pop(id(workspace), None)
+            self.backend.destroy(workspace, keep=keep)
 
     def _judge(
         self, request: JudgeRequest, profile: str, phases: dict[str, float]

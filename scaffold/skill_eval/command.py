@@ -148,6 +148,13 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         help="at most one trial start per core in any such window, for agents that call a model (default 1; 0: off)",
     )
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
+    run.add_argument(
+        "--in-flight",
+        choices=("auto", "1", "2"),
+        default=None,
+        help="trials each worker process holds at once (default auto: above 4 workers per core, half as "
+        "many processes with two trials each; docs/scale.md)",
+    )
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")
     run.add_argument(
         "--max-trials",
@@ -248,6 +255,8 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         out.append(f"--comet-max-trials={args.max_trials}")
     if args.max_cost is not None:
         out.append(f"--comet-max-cost={args.max_cost}")
+    if args.in_flight is not None:
+        out.append(f"--comet-in-flight={args.in_flight}")
     if plan.workers:
         out += ["-n", str(plan.workers)]
     return out

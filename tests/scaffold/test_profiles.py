@@ -161,3 +161,31 @@ def test_unknown_inferred_profile_says_it_was_inferred(factory: TaskFactory, reg
         "inferred for task 'comet-x' from its category/name: "
         "unknown evaluation profile 'comet-workflow'; known profiles: generic"
     )
+
+
+def test_a_built_in_is_made_once_when_two_threads_first_ask_for_it(
+    registry: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two trials of one process may be in flight (pytest_comet.ahead): both ask for the profile at once."""
+    import threading
+
+    both = threading.Barrier(2)
+    made: list[Profile] = []
+
+    def build() -> Profile:
+        made.append(Profile("slow", "made slowly", _never))
+        return made[-1]
+
+    monkeypatch.setattr(profiles, "_BUILTINS", {"slow": build})
+    seen: list[Profile] = []
+
+    def ask() -> None:
+        both.wait()
+        seen.append(get_profile("slow"))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and seen == [made[0], made[0]]

@@ -285,3 +285,36 @@ def test_the_backend_is_told_before_each_workspace_which_task_follows(factory: T
     assert [runner.run(case).record.verdict for case in plan] == ["passed"] * 3
     assert backend.hints == ["t", "u", None]  # before each trial's workspace: the task of the one after
     backend.close()
+
+
+def test_stop_ends_a_trial_in_flight_and_leaves_no_record(factory: TaskFactory, tmp_path: Path) -> None:
+    """A trial started ahead of its item, still running when the session ends (pytest_comet.ahead)."""
+    import threading
+    import time
+
+    from scaffold.trial import TrialStopped
+
+    factory.task("slow", solve="echo started > started.txt; sleep 60; echo done > out.txt\n")
+    runner = runner_for(factory, tmp_path, keep_workspaces="all")
+    case = Case("slow", "CONTROL", 1)
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run(case)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not list((tmp_path / "ws").glob("**/started.txt")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list((tmp_path / "ws").glob("**/started.txt")), "the agent never started"
+    began = time.monotonic()
+    runner.stop()
+    thread.join(30)
+    assert not thread.is_alive() and time.monotonic() - began < 10  # not the 60 s the agent would take
+    assert len(raised) == 1 and isinstance(raised[0], TrialStopped)
+    assert not runner.experiment.record_path(case).exists()  # a resume runs it again
+    assert not list((tmp_path / "ws").glob("**/started.txt"))  # not kept, although keep_workspaces=all

@@ -23,6 +23,7 @@ from typing import Any, Final, Literal
 
 from scaffold.errors import WorkspaceError
 from scaffold.workspaces.docker.egress import EgressProxy, Refusal
+from scaffold.workspaces.docker.engine import engine_lock
 from scaffold.workspaces.docker.relay import EngineRelay, controller_address
 from scaffold.workspaces.docker.sessions import OWNER
 from scaffold.workspaces.engines import Engine
@@ -60,6 +61,7 @@ class AgentNetworking:
     ) -> None:
         self._client = client
         self._api = api
+        self._engine = engine
         self.remote = engine is not None and not engine.local
         """The engine is elsewhere: the proxy is a relay container there, and this machine is reached at
         :attr:`controller`, through it."""
@@ -86,20 +88,41 @@ class AgentNetworking:
 
     def mode(self) -> str:
         """The ``network_mode`` of an agent's container; the internal host-only network is created on first
-        use (by any session: a lost creation race just finds the winner's network)."""
+        use, by one process at a time per engine (:meth:`_ensure_network`)."""
         if not self._ready:
-            import docker.errors
-
-            try:
-                self._client.networks.get(self.name)
-            except docker.errors.NotFound:
-                try:
-                    self._client.networks.create(self.name, driver="bridge", internal=True, labels=dict(OWNER))
-                except docker.errors.APIError as exc:
-                    if exc.status_code != 409:
-                        raise WorkspaceError(f"cannot create the network {self.name}: {exc}") from exc
+            with engine_lock(self._engine, f"network-{self.name}"):
+                self._ensure_network()
             self._ready = True
         return self.name
+
+    def _ensure_network(self) -> None:
+        """Make the host-only network unless it is there. An engine does not refuse a second network of
+        the same name: workers that each found none and created one left several, and every later use
+        of the name was refused as ambiguous. So creation takes the engine's lock here (and asks the
+        engine to check, for sessions of other machines), and duplicates a lost race left are removed,
+        keeping the oldest."""
+        import docker.errors
+
+        found = [n for n in self._client.networks.list(names=[self.name]) if n.name == self.name]
+        if not found:
+            try:
+                self._client.networks.create(
+                    self.name, driver="bridge", internal=True, labels=dict(OWNER), check_duplicate=True
+                )
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise WorkspaceError(f"cannot create the network {self.name}: {exc}") from exc
+            return
+        found.sort(key=lambda n: (str(n.attrs.get("Created", "")), n.id))
+        for extra in found[1:]:
+            try:
+                extra.remove()
+            except docker.errors.APIError as exc:
+                if exc.status_code != 404:
+                    raise WorkspaceError(
+                        f"the engine has {len(found)} networks named {self.name}, and {extra.id[:12]} cannot be "
+                        f"removed ({exc}); remove the extra ones (docker network rm ID) and run again"
+                    ) from exc
 
     def dns_options(self) -> list[str] | None:
         # On the host-only network no name outside resolves, and Docker's DNS takes 10 s to say so;

@@ -186,6 +186,15 @@ def test_judge_samples_reach_the_plugin(tmp_path: Path) -> None:
     assert not any("judge-samples" in a for a in command.pytest_arguments(plan, once, plan.manifest.file))
 
 
+def test_in_flight_reaches_the_plugin(tmp_path: Path) -> None:
+    folder = skill(tmp_path / "skills", manifest_data())
+    parsed = args(folder, "--agent", "oracle", "-n", "16", "--in-flight", "1")
+    plan = plan_eval(parsed, process_env={"HOME": str(tmp_path)})
+    assert "--comet-in-flight=1" in command.pytest_arguments(plan, parsed, plan.manifest.file)
+    default = args(folder, "--agent", "oracle", "-n", "16")
+    assert not any("in-flight" in a for a in command.pytest_arguments(plan, default, plan.manifest.file))
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
