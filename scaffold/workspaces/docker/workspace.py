@@ -42,6 +42,9 @@ class ContainerHost(Protocol):
     def command_env(self, workspace: DockerWorkspace, env: Mapping[str, str]) -> dict[str, str]:
         """The environment of a command in *workspace*, in its current phase."""
 
+    def command_argv(self, workspace: DockerWorkspace, argv: Sequence[str]) -> list[str]:
+        """The command line the container runs for *argv*, in the workspace's current phase."""
+
     def end_processes(self, workspace: DockerWorkspace) -> None:
         """End every process of the container (when not even a killer exec can start)."""
 
@@ -191,6 +194,7 @@ class DockerWorkspace:
             removals = self.files.take_removals()
         host = self._host
         full_env = host.command_env(self, env)
+        argv = host.command_argv(self, argv)
 
         def escalate() -> None:
             host.end_processes(self)

@@ -175,6 +175,34 @@ def test_a_sigkilled_xdist_controller_takes_its_workers_agents_with_it(
 
 
 @pytest.mark.slow
+def test_ctrl_c_with_two_trials_in_flight_ends_both_and_records_neither(
+    suite: TaskFactory, pytester: pytest.Pytester, scratch: Path
+) -> None:
+    """``--in-flight 2``: the second trial runs in a thread, ahead of its item. Ctrl-C reaches the first
+    one's agent in the main thread; the session's end stops the one ahead (pytest_comet.ahead). Neither
+    leaves a record, so a resume runs both, and nothing of either outlives the run."""
+    token = f"comet-ctrl-c-{uuid.uuid4().hex}"
+    suite.task("hangs", solve=hanging_solution(token), environment={"timeout_sec": 300})
+    logs = pytester.path / "logs"
+    proc = start_run(pytester.path, "--task=hangs", "--count=2", "--in-flight=2", f"--logs-dir={logs}")
+    try:
+        # Two trials at once: two agents, each with its escaped child.
+        wait_for(lambda: len(processes(with_token(token))) == 4, "two agents and their escaped children", proc)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        assert proc.returncode == pytest.ExitCode.INTERRUPTED, (pytester.path / "run.log").read_text()
+        left = gone_within(with_token(token), 2.0)
+        assert left == [], f"agent processes outlived the interrupted run by 2 s: {left}"
+        assert list(logs.glob("experiments/*/trials/*/record.json")) == []
+        assert owned(scratch / "comet-eval") == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_all(processes(with_token(token)))
+
+
+@pytest.mark.slow
 def test_successive_killed_runs_leave_no_pile_up(suite: TaskFactory, pytester: pytest.Pytester, scratch: Path) -> None:
     """Each run is SIGKILLed together with its supervisor (``kill -9`` of everything but the agents): the
     next session's start ends the dead run's agents and removes its folders."""

