@@ -254,7 +254,8 @@ def test_a_gated_start_is_waited_before_the_trial_and_recorded_apart(factory: Ta
         now[0] += seconds
 
     runner = runner_for(factory, tmp_path)
-    runner.start_gate = StartGate(tmp_path / "gate", 5.0, clock=lambda: now[0], sleep=sleep)
+    # crowded=None: the window alone (a loaded machine's wait for a free core is tests/scaffold/test_start_gate.py's).
+    runner.start_gate = StartGate(tmp_path / "gate", 5.0, clock=lambda: now[0], sleep=sleep, crowded=None)
     cores = runner.backend.start_slots()[1]
     records = [runner.run(Case("t", "CONTROL", i)).record for i in range(1, cores + 2)]
     # This machine's cores start at once; the next start waits out the window (the fake clock's 5 s),

@@ -30,7 +30,8 @@ from scaffold.cases import Case
 from tests.support.factories import REPO, TaskFactory
 from tests.support.netns import FarHost
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+# One worker runs the module: the namespace and its engine (one data root) exist once per machine.
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("remote-engine")]
 
 NETNS = "comet-remote-engine"
 HOST_END, ENGINE_END = "comet-rmt0", "comet-rmt1"

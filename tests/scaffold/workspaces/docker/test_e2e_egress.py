@@ -32,7 +32,9 @@ from tests.support.agents import SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import REPO, TaskFactory, make_runner
 from tests.support.netns import PROBE, FarHost
 
-pytestmark = [pytest.mark.docker, pytest.mark.agent_cli]
+# One worker runs the module: its namespace exists once per machine, and a second worker's fixture would
+# remove it (create() clears leftovers) under the first one's running test.
+pytestmark = [pytest.mark.docker, pytest.mark.agent_cli, pytest.mark.xdist_group("netns-far")]
 
 NETNS, HOST_END, FAR_END = "comet-far", "comet-far0", "comet-far1"
 HOST_IP, FAR_IP = "10.231.78.1", "10.231.78.2"
