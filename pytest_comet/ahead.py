@@ -66,10 +66,16 @@ class WorkerPlan:
         return 2 if index < self.doubled else 1
 
     def describe(self, cores: int) -> str:
+        at_once = self.workers + self.doubled
+        why = (
+            "--in-flight 2"
+            if self.workers == self.asked
+            else f"more than {WORKERS_PER_CORE} workers per core cost more than they give on {cores} "
+            f"core{'s' if cores != 1 else ''}; --in-flight 1 runs one process per trial"
+        )
         return (
-            f"-n {self.asked}: {self.asked} trials at once in {self.workers} worker processes, {self.doubled} "
-            f"of them with two in flight (more than {WORKERS_PER_CORE} workers per core cost more than they "
-            f"give on {cores} core{'s' if cores != 1 else ''}; --in-flight 1 runs one process per trial)"
+            f"-n {self.asked}: {at_once} trials at once in {self.workers} worker processes, {self.doubled} "
+            f"of them with two in flight ({why})"
         )
 
 

@@ -118,6 +118,7 @@ def test_workspace_retention(
     runner = runner_for(factory, tmp_path, keep_workspaces=policy)
     good, bad = runner.run(Case("good", "CONTROL", 1)), runner.run(Case("bad", "CONTROL", 1))
     assert (good.record.verdict, bad.record.verdict) == ("passed", "failed")
+    runner.backend.drain()  # a workspace not kept is removed in the background (scaffold.workspaces.local)
     for outcome, kept in ((good, kept_pass), (bad, kept_fail)):
         ws = tmp_path / "ws" / "exp-1" / outcome.record.case_id
         assert ws.exists() is kept
@@ -318,4 +319,5 @@ def test_stop_ends_a_trial_in_flight_and_leaves_no_record(factory: TaskFactory, 
     assert not thread.is_alive() and time.monotonic() - began < 10  # not the 60 s the agent would take
     assert len(raised) == 1 and isinstance(raised[0], TrialStopped)
     assert not runner.experiment.record_path(case).exists()  # a resume runs it again
+    runner.backend.drain()  # a removal may go on in the background (scaffold.workspaces.local)
     assert not list((tmp_path / "ws").glob("**/started.txt"))  # not kept, although keep_workspaces=all
