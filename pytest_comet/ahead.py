@@ -60,13 +60,14 @@ class WorkerPlan:
     asked: int
     workers: int
     doubled: int
+    cores: int
 
     def in_flight(self, worker: str) -> int:
         index = int(worker.removeprefix("gw")) if worker.startswith("gw") else 0
         return 2 if index < self.doubled else 1
 
-    def describe(self, cores: int) -> str:
-        at_once = self.workers + self.doubled
+    def describe(self) -> str:
+        at_once, cores = self.workers + self.doubled, self.cores
         why = (
             "--in-flight 2"
             if self.workers == self.asked
@@ -83,11 +84,11 @@ def plan(asked: int, cores: int, in_flight: InFlight) -> WorkerPlan:
     """The processes for *asked* trials at once on *cores*: one per trial up to WORKERS_PER_CORE per core
     (or whatever ``--in-flight`` says), beyond it half as many processes, none fewer than that cap."""
     if in_flight == "1" or asked <= WORKERS_PER_CORE * cores:
-        return WorkerPlan(asked, asked, asked if in_flight == "2" else 0)
+        return WorkerPlan(asked, asked, asked if in_flight == "2" else 0, cores)
     if in_flight == "2":
-        return WorkerPlan(asked, asked, asked)
+        return WorkerPlan(asked, asked, asked, cores)
     workers = max(WORKERS_PER_CORE * cores, math.ceil(asked / 2))
-    return WorkerPlan(asked, workers, asked - workers)
+    return WorkerPlan(asked, workers, asked - workers, cores)
 
 
 def may_start_ahead(item: pytest.Item | None, case: object) -> bool:

@@ -410,8 +410,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = plugin_state(config)
     lines = []
     if state.worker_plan is not None and state.worker_plan.doubled:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        lines.append("comet: " + state.worker_plan.describe(cores))
+        lines.append("comet: " + state.worker_plan.describe())
     report = state.engine_report()
     lines += report.lines if report is not None else []
     return lines or None

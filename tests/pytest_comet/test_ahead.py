@@ -65,9 +65,9 @@ def test_plan_keeps_one_process_per_trial_up_to_four_per_core() -> None:
     assert (plan(16, 2, "1").workers, plan(16, 2, "1").doubled) == (16, 0)
     assert (plan(3, 2, "2").workers, plan(3, 2, "2").doubled) == (3, 3)  # explicit: every worker holds two
     assert [plan(10, 2, "auto").in_flight(f"gw{i}") for i in range(8)] == [2, 2, 1, 1, 1, 1, 1, 1]
-    assert plan(16, 2, "auto").describe(2).startswith("-n 16: 16 trials at once in 8 worker processes, 8 of")
+    assert plan(16, 2, "auto").describe().startswith("-n 16: 16 trials at once in 8 worker processes, 8 of")
     assert (
-        plan(3, 2, "2").describe(2)
+        plan(3, 2, "2").describe()
         == "-n 3: 6 trials at once in 3 worker processes, 3 of them with two in flight (--in-flight 2)"
     )
 
