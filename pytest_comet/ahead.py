@@ -83,10 +83,10 @@ class WorkerPlan:
 def plan(asked: int, cores: int, in_flight: InFlight) -> WorkerPlan:
     """The processes for *asked* trials at once on *cores*: one per trial up to WORKERS_PER_CORE per core
     (or whatever ``--in-flight`` says), beyond it half as many processes, none fewer than that cap."""
-    if in_flight == "1" or asked <= WORKERS_PER_CORE * cores:
-        return WorkerPlan(asked, asked, asked if in_flight == "2" else 0, cores)
     if in_flight == "2":
         return WorkerPlan(asked, asked, asked, cores)
+    if in_flight == "1" or asked <= WORKERS_PER_CORE * cores:
+        return WorkerPlan(asked, asked, 0, cores)
     workers = max(WORKERS_PER_CORE * cores, math.ceil(asked / 2))
     return WorkerPlan(asked, workers, asked - workers, cores)
 

@@ -106,14 +106,13 @@ class _Image:
     workdir: str = "/"  # the image's WORKDIR: a Harbor task's workspace root
 
 
-def _in_container(mount: AgentMount, rel: Path) -> str | None:
-    """Where the file *rel* of an agent-layer folder (a symlink followed, within the folder) is in the
-    container, or None when it is not there."""
+def _resolved(mount: AgentMount, rel: Path) -> Path | None:
+    """The file *rel* of an agent-layer folder with its symlinks followed, relative to the folder; None
+    when it does not exist or leads out of the folder."""
     try:
-        real = (mount.host / rel).resolve(strict=True).relative_to(mount.host.resolve())
+        return (mount.host / rel).resolve(strict=True).relative_to(mount.host.resolve())
     except (OSError, ValueError):
         return None
-    return f"{mount.target}/{real.as_posix()}"
 
 
 def _variant(task: Task) -> str:
@@ -343,17 +342,18 @@ class DockerBackend:
         """``[node, script]`` in the container for the npm CLI *name*, or ``[name]`` when it is not a Node
         script of the agent's package (found on PATH as before)."""
         assert self._agent is not None and self._node is not None
-        script = _in_container(self._agent, Path("node_modules/.bin") / name)
-        node = _in_container(self._node, Path("node_modules/.bin/node"))
+        script = _resolved(self._agent, Path("node_modules/.bin") / name)
+        node = _resolved(self._node, Path("node_modules/.bin/node"))
         if script is None or node is None:
             return [name]
-        host = self._agent.host / script.removeprefix(self._agent.target + "/")
         try:
-            with host.open("rb") as handle:
+            with (self._agent.host / script).open("rb") as handle:
                 first = handle.readline(200)
         except OSError:
             return [name]
-        return [node, script] if first.startswith(b"#!") and b"node" in first else [name]
+        if not (first.startswith(b"#!") and b"node" in first):
+            return [name]
+        return [f"{self._node.target}/{node.as_posix()}", f"{self._agent.target}/{script.as_posix()}"]
 
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
