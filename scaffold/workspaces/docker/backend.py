@@ -52,7 +52,15 @@ from typing import Any, Literal
 from scaffold.errors import SkillLeakError, WorkspaceError
 from scaffold.tasks import HarborSettings, Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
-from scaffold.workspaces.docker.agent_layer import AgentMount, agent_volume, install_agent, node_runtime
+from scaffold.workspaces.docker.agent_layer import (
+    ENABLE_CACHE_FILE,
+    AgentMount,
+    agent_volume,
+    compile_cache,
+    install_agent,
+    native_addons,
+    node_runtime,
+)
 from scaffold.workspaces.docker.base_image import BASE_TAG
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees, put_absolute
 from scaffold.workspaces.docker.egress import Refusal
@@ -203,7 +211,8 @@ class DockerBackend:
         PATH (last) only in images that have none (Harbor tasks')."""
         self._node_volume: str | None = None
         self._node_ready = False
-        self._launchers: dict[str, list[str]] = {}  # an npm CLI's name -> [our node, its script], in the container
+        self._launcher: tuple[str, list[str]] | None = None  # the npm CLI's name, how the container starts it
+        self._cache: tuple[AgentMount, str | None] | None = None  # the CLI's compile cache and its volume
         self.keeper_commands = True
         """Commands go through the keeper (bind mode) until that proves impossible on this engine."""
         self._workspaces: list[DockerWorkspace] = []
@@ -305,18 +314,19 @@ class DockerBackend:
             self._prepare_node(image, required=task.format == "harbor")
 
     def _prepare_node(self, image: str, *, required: bool) -> None:
-        """Node.js for an npm agent CLI, whatever the image has. Why not the image's own ``node``: Debian
-        bookworm's (18) runs Claude Code's start-up 25% slower than the official 20 build (``claude
-        --version``: 0.58-0.64 s against 0.45-0.49 s in the same container), 0.3-0.4 s of every trial; and
-        a task's image should not decide how fast the agent under test runs. The image's ``node`` stays
-        first on PATH for what the agent runs in the task. Where this Node cannot be installed, an image
-        with a ``node`` of its own runs the CLI on it (*required* is False), as before."""
-        if self._agent_install is None or self._agent_install.kind != "npm":
-            self._node_ready = True
+        """Node.js for an npm agent CLI, whatever the image has, and the CLI's compile cache. Why not the
+        image's own ``node``: Debian bookworm's (18) runs Claude Code's start-up 25% slower than the official
+        20 build (``claude --version``: 0.58-0.64 s against 0.45-0.49 s in the same container), 0.3-0.4 s of
+        every trial; a task's image should not decide how fast the agent under test runs; and our Node.js
+        (24) loads the CLI from a compile cache filled once per machine (agent_layer.compile_cache), 0.3 CPU
+        s less a trial. The image's ``node`` stays first on PATH for what the agent runs in the task. Where
+        this Node cannot be installed, an image with a ``node`` of its own runs the CLI on it (*required*
+        is False), as before; a CLI with compiled addons keeps the image's ``node`` too."""
+        self._node_ready = True
+        if self._agent_install is None or self._agent_install.kind != "npm" or self._agent is None:
             return
         spec = node_runtime(self._architecture)
-        if spec is None:
-            self._node_ready = True
+        if spec is None or native_addons(self._agent.host):
             return
         try:
             self._node = install_agent(spec, cache_root=self._agent_cache)
@@ -327,33 +337,44 @@ class DockerBackend:
             if required:
                 raise
             warnings.warn(f"the agent CLI runs on the image's own Node.js: {exc}", stacklevel=2)
-        self._node_ready = True
+            return
+        self._launcher = self._node_launcher(self._agent_install.executable, image)
 
     def command_argv(self, workspace: DockerWorkspace, argv: Sequence[str]) -> list[str]:
-        """*argv* as the container runs it: in the agent phase, an npm agent CLI named by its bare name
-        (``claude``) is started on the harness's Node.js, ``<node> <its script>`` (see _prepare_node)."""
-        if workspace.phase != "agent" or self._node is None or self._agent is None or not argv or "/" in argv[0]:
+        """*argv* as the container runs it: in the agent phase, the npm agent CLI named by its bare name
+        (``claude``) is started on the harness's Node.js, ``<node> [--require <cache>] <its script>`` (see
+        _prepare_node)."""
+        if workspace.phase != "agent" or self._launcher is None or not argv or argv[0] != self._launcher[0]:
             return list(argv)
-        if argv[0] not in self._launchers:
-            self._launchers[argv[0]] = self._launcher(argv[0])
-        return [*self._launchers[argv[0]], *argv[1:]]
+        return [*self._launcher[1], *argv[1:]]
 
-    def _launcher(self, name: str) -> list[str]:
-        """``[node, script]`` in the container for the npm CLI *name*, or ``[name]`` when it is not a Node
-        script of the agent's package (found on PATH as before)."""
+    def _node_launcher(self, name: str, image: str) -> tuple[str, list[str]] | None:
+        """``(name, [node, --require, <cache>/enable-cache.cjs, script])`` in the container for the npm CLI
+        *name*; without the cache where it cannot be filled; None when *name* is not a Node script of the
+        agent's package (it is then found on PATH as before)."""
         assert self._agent is not None and self._node is not None
         script = _resolved(self._agent, Path("node_modules/.bin") / name)
         node = _resolved(self._node, Path("node_modules/.bin/node"))
         if script is None or node is None:
-            return [name]
+            return None
         try:
             with (self._agent.host / script).open("rb") as handle:
                 first = handle.readline(200)
         except OSError:
-            return [name]
+            return None
         if not (first.startswith(b"#!") and b"node" in first):
-            return [name]
-        return [f"{self._node.target}/{node.as_posix()}", f"{self._agent.target}/{script.as_posix()}"]
+            return None
+        argv = [f"{self._node.target}/{node.as_posix()}", f"{self._agent.target}/{script.as_posix()}"]
+        assert self._agent_install is not None
+        key = f"{self._node.host.name} {self._agent_install.key}"
+        try:
+            cache = compile_cache(self._node, self._agent.host / script, key, cache_root=self._agent_cache)
+            volume = agent_volume(self._api, cache, image, self.docker_engine) if self.copy_mode else None
+        except WorkspaceError as exc:
+            warnings.warn(f"the agent CLI starts without a compile cache: {exc}", stacklevel=2)
+            return (name, argv)
+        self._cache = (cache, volume)
+        return (name, [argv[0], "--require", f"{cache.target}/{ENABLE_CACHE_FILE}", argv[1]])
 
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
@@ -730,6 +751,8 @@ class DockerBackend:
             mounts.append(self._mount(agent, self._agent_volume))
             if self._node is not None:
                 mounts.append(self._mount(self._node, self._node_volume))
+            if self._cache is not None:
+                mounts.append(self._mount(*self._cache))
             node = self._node if workspace.native else None  # on PATH only where the image has no node
             env["PATH"] = ":".join([*agent.bin_dirs, image.path, *(node.bin_dirs if node else ())])
         if network:

