@@ -2,8 +2,8 @@
 
 A machine whose cores are the limit pays for every pytest-xdist worker it starts (about 0.4 CPU s each
 before its first trial, and xdist gives no worker a trial before all have collected: docs/scale.md). So a
-session asked for more trials at once than 4 workers per core runs half as many workers, each with two
-trials in flight (:func:`plan`): ``-n 16`` on 2 cores is 8 workers, two trials each.
+session asked for more trials at once than 2 workers per core runs half as many workers, each with two
+trials in flight (:func:`plan`): ``-n 8`` on 2 cores is 4 workers, ``-n 16`` 8, two trials each.
 
 How a worker holds two: when an item's ``comet_trial`` fixture runs, it starts the trial of the process's
 next item (pytest's ``nextitem``; xdist holds one back, so it is known) in a thread, then runs or waits for
@@ -41,9 +41,12 @@ __all__ = ["IN_FLIGHT_KEY", "WORKERS_PER_CORE", "Ahead", "WorkerPlan", "may_star
 
 IN_FLIGHT_KEY: Final = "comet_in_flight"
 """workerinput: the trials this worker may hold in flight (1 or 2)."""
-WORKERS_PER_CORE: Final = 4
-"""Worker processes per core beyond which more of them cost more than they give: measured on 2 cores with
-the real Claude Code CLI, ``-n 8`` was the fastest and ``-n 16`` no faster (benchmarks/README.md)."""
+WORKERS_PER_CORE: Final = 2
+"""Worker processes per core beyond which two trials in a process do better than a process each: measured
+on 2 cores with the real Claude Code CLI, 32 trials, side by side twice, ``-n 8`` as 4 workers with two
+in flight took 24.3-24.4 s (local) and 29.2-29.7 s (docker) against 25.7-25.9 s and 29.2-29.7 s as 8
+workers, with 2-3 CPU s less (docs/scale.md). 4 per core was the cap before the compile cache made the
+CLI cheaper to start."""
 OWN_FIXTURES: Final = frozenset({"comet_case", "comet_trial", "comet_runner", "request"})
 """The fixtures an item started ahead may use: the plugin's own (and pytest's ``request``)."""
 STOP_WAIT_S: Final = 30.0

@@ -123,7 +123,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default="auto",
         choices=("auto", "1", "2"),
         help="trials each pytest-xdist worker holds at once: 2 starts the next item's trial while one runs; "
-        "auto: -n counts trials at once, and above 4 workers per core of this machine half as many "
+        "auto: -n counts trials at once, and above 2 workers per core of this machine half as many "
         "workers hold two each, when the command line sets a comet option and no engine pool is used "
         "(default: auto)",
     )

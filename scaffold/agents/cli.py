@@ -19,7 +19,6 @@ from scaffold.agents.base import AgentRequest, AgentTraits
 from scaffold.agents.conversation import Simulator, TurnTaker, converse
 from scaffold.agents.credentials import CredentialSpec, Redactor, resolve_credentials
 from scaffold.agents.locate import locate
-from scaffold.agents.node_launch import local_command
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import AgentNetwork, InstallSpec, Workspace, endpoint_of
 from scaffold.workspaces.owners import OwnedFolders, state_root
@@ -138,7 +137,7 @@ class CliAgent:
         stream = request.log_dir / f"agent.turn-{index}.jsonl"
         stderr = request.log_dir / f"agent.turn-{index}.stderr.log"
         result = workspace.exec(
-            [*self._command(workspace), *self.spec.argv(invocation)],
+            [self._program(workspace), *self.spec.argv(invocation)],
             timeout=timeout_s,
             env=env,
             stdout_path=stream,
@@ -169,7 +168,7 @@ class CliAgent:
         if self._version is None:
             out = log_dir / "agent.version.log"
             result = workspace.exec(
-                [*self._command(workspace), *self.spec.version_argv],
+                [self._program(workspace), *self.spec.version_argv],
                 timeout=30,
                 env={},
                 stdout_path=out,
@@ -179,12 +178,10 @@ class CliAgent:
             self._version = text.splitlines()[0] if result.exit_code == 0 and text else ""
         return self._version or None
 
-    def _command(self, workspace: Workspace) -> list[str]:
-        """How the CLI starts: on this machine, the program found here (on the harness's Node.js when it is
-        an npm CLI: scaffold.agents.node_launch); in a container, its name (the backend decides)."""
+    def _program(self, workspace: Workspace) -> str:
         if self.local_program is not None and _on_this_machine(workspace):
-            return local_command(self.local_program, self.spec.install)
-        return [self.spec.install.executable]
+            return str(self.local_program)
+        return self.spec.install.executable
 
 
 def _on_this_machine(workspace: Workspace) -> bool:

@@ -152,7 +152,7 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         "--in-flight",
         choices=("auto", "1", "2"),
         default=None,
-        help="trials each worker process holds at once (default auto: above 4 workers per core, half as "
+        help="trials each worker process holds at once (default auto: above 2 workers per core, half as "
         "many processes with two trials each; docs/scale.md)",
     )
     run.add_argument("--experiment-id", metavar="ID", help="experiment to write to; an existing one is resumed")

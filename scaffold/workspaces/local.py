@@ -43,6 +43,7 @@ from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManif
 from scaffold.workspaces.files import HostFiles, fresh_copy, host_manifest, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
+from scaffold.workspaces.node_launch import local_command
 from scaffold.workspaces.owners import OwnedFolders, state_root
 from scaffold.workspaces.processes import MARKER, end_marked, last_pid
 from scaffold.workspaces.supervisor import Supervisor
@@ -126,6 +127,8 @@ class LocalWorkspace(HostFiles):
         stderr_path: Path,
     ) -> ProcessResult:
         (self._path / TMP_DIR).mkdir(exist_ok=True)
+        if self.policy is None and argv and argv[0].startswith("/"):  # the agent's phase: its CLI, by path
+            argv = [*local_command(argv[0]), *argv[1:]]
         full_env = {**base_environment(self._path), **env}
         network = self._network if self.policy is ValidationPolicy.STRICT else None
         with network.entered(argv) if network is not None else contextlib.nullcontext(argv) as command:

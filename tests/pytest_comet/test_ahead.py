@@ -56,15 +56,17 @@ def options(pytester: pytest.Pytester, *more: str) -> list[str]:
 # --- the plan: how many processes hold -n trials -------------------------------------------------------
 
 
-def test_plan_keeps_one_process_per_trial_up_to_four_per_core() -> None:
-    assert plan(8, 2, "auto") == plan(8, 2, "1")
-    assert (plan(8, 2, "auto").workers, plan(8, 2, "auto").doubled) == (8, 0)
+def test_plan_keeps_one_process_per_trial_up_to_two_per_core() -> None:
+    assert plan(4, 2, "auto") == plan(4, 2, "1")
+    assert (plan(4, 2, "auto").workers, plan(4, 2, "auto").doubled) == (4, 0)
+    assert (plan(8, 2, "auto").workers, plan(8, 2, "auto").doubled) == (4, 4)
     assert (plan(16, 2, "auto").workers, plan(16, 2, "auto").doubled) == (8, 8)
-    assert (plan(10, 2, "auto").workers, plan(10, 2, "auto").doubled) == (8, 2)
+    assert (plan(5, 2, "auto").workers, plan(5, 2, "auto").doubled) == (4, 1)
+    assert (plan(10, 4, "auto").workers, plan(10, 4, "auto").doubled) == (8, 2)
     assert (plan(40, 2, "auto").workers, plan(40, 2, "auto").doubled) == (20, 20)
     assert (plan(16, 2, "1").workers, plan(16, 2, "1").doubled) == (16, 0)
     assert (plan(3, 2, "2").workers, plan(3, 2, "2").doubled) == (3, 3)  # explicit: every worker holds two
-    assert [plan(10, 2, "auto").in_flight(f"gw{i}") for i in range(8)] == [2, 2, 1, 1, 1, 1, 1, 1]
+    assert [plan(10, 4, "auto").in_flight(f"gw{i}") for i in range(8)] == [2, 2, 1, 1, 1, 1, 1, 1]
     assert plan(16, 2, "auto").describe().startswith("-n 16: 16 trials at once in 8 worker processes, 8 of")
     assert (
         plan(3, 2, "2").describe()
@@ -134,7 +136,7 @@ ONE_CORE = (
     "import os, sys, pytest; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
     "sys.exit(pytest.main(sys.argv[1:]))"
 )
-"""pytest on one core, its workers too (affinity is inherited): the plan's cap is then 4 workers."""
+"""pytest on one core, its workers too (affinity is inherited): the plan's cap is then 2 workers."""
 
 
 def on_one_core(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -142,13 +144,13 @@ def on_one_core(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity to pin pytest to one core")
-def test_auto_runs_half_the_workers_above_four_per_core(pytester: pytest.Pytester, slow_suite: TaskFactory) -> None:
+def test_auto_runs_half_the_workers_above_two_per_core(pytester: pytest.Pytester, slow_suite: TaskFactory) -> None:
     result = on_one_core(pytester, *options(pytester, "-n", "6", "--count=3", "--agent=oracle", "-v"))  # -v: the header
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["*comet: -n 6: 6 trials at once in 4 worker processes, 2 of them with two*"])
+    result.stdout.fnmatch_lines(["*comet: -n 6: 6 trials at once in 3 worker processes, 3 of them with two*"])
     rows = records(pytester.path / "logs")
     assert len(rows) == 6 and len({r["case_id"] for r in rows}) == 6
-    assert {r["worker"] for r in rows} <= {"gw0", "gw1", "gw2", "gw3"}
+    assert {r["worker"] for r in rows} <= {"gw0", "gw1", "gw2"}
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity to pin pytest to one core")

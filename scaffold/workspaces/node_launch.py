@@ -7,8 +7,10 @@ containers, scaffold.workspaces.docker.agent_layer.node_runtime): the same runti
 one whose compile cache loads the CLI without compiling it again (0.3 CPU s of each Claude Code trial
 here). The CLI itself, its version and its arguments are the user's.
 
-Kept as it is, found on PATH as before: a program that is not a Node.js script, an install that is not
-npm's, and a package with compiled addons (``*.node``, built for the Node.js they were installed with).
+The local backend asks it for each agent-phase command started by its path (an adapter starts the CLI
+it found by path, scaffold.agents.locate). Kept as it is: a program that is not a Node.js script, one
+outside an npm package, and a package with addons compiled at install time (built for the Node.js that
+installed them).
 Where the harness's Node.js cannot be installed, the CLI starts as it is, with a warning.
 """
 
@@ -20,22 +22,21 @@ import warnings
 from pathlib import Path
 
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.base import InstallSpec
 
 __all__ = ["local_command", "node_script"]
 
 _lock = threading.Lock()
-_commands: dict[tuple[Path, str], list[str]] = {}
+_commands: dict[str, list[str]] = {}
 
 
-def local_command(program: Path, install: InstallSpec) -> list[str]:
-    """The start of the command line that runs *program* (the CLI found on this machine), decided once
-    per program and session: ``[node, --require, preload, script]``, or ``[program]``."""
+def local_command(program: str) -> list[str]:
+    """The start of the command line that runs *program* (an agent phase's command on this machine, by
+    its path), decided once per program and session: ``[node, --require, preload, script]``, or
+    ``[program]``."""
     with _lock:  # two trials in flight on one worker must not install or fill twice
-        key = (program, install.key)
-        if key not in _commands:
-            _commands[key] = _decide(program, install)
-        return _commands[key]
+        if program not in _commands:
+            _commands[program] = _decide(Path(program))
+        return _commands[program]
 
 
 def node_script(path: Path) -> bool:
@@ -48,8 +49,12 @@ def node_script(path: Path) -> bool:
     return first.startswith(b"#!") and b"node" in first
 
 
-def _decide(program: Path, install: InstallSpec) -> list[str]:
-    # The docker backend's module, imported here only: a run without an npm CLI never loads it.
+def _decide(program: Path) -> list[str]:
+    as_is = [str(program)]
+    script = program.resolve()
+    if not node_script(script):
+        return as_is
+    # The docker backend's module, imported here only: a run without a Node.js CLI never loads it.
     from scaffold.workspaces.docker.agent_layer import (
         ENABLE_CACHE_FILE,
         compile_cache,
@@ -58,10 +63,8 @@ def _decide(program: Path, install: InstallSpec) -> list[str]:
         node_runtime,
     )
 
-    as_is = [str(program)]
-    script = program.resolve()
     package = _package_root(script)
-    if install.kind != "npm" or not node_script(script) or package is None or native_addons(package):
+    if package is None or native_addons(package):
         return as_is
     spec = node_runtime(platform.machine())
     if spec is None:
@@ -74,7 +77,7 @@ def _decide(program: Path, install: InstallSpec) -> list[str]:
     assert node is not None
     node_bin = str(node.host / "node_modules" / ".bin" / "node")
     stat = script.stat()  # an upgrade in place gets a cache of its own
-    key = f"{node.host.name} {install.key} {stat.st_size} {stat.st_mtime_ns}"
+    key = f"{node.host.name} {stat.st_size} {stat.st_mtime_ns}"
     try:
         cache = compile_cache(node, script, key)
     except WorkspaceError as exc:

@@ -1,5 +1,5 @@
 """An npm agent CLI on this machine starts on the harness's Node.js, from a compile cache filled once
-(scaffold.agents.node_launch, scaffold.workspaces.docker.agent_layer.compile_cache)."""
+(scaffold.workspaces.node_launch, scaffold.workspaces.docker.agent_layer.compile_cache)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.agents.node_launch import local_command
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.base import InstallSpec
 from scaffold.workspaces.docker.agent_layer import (
     AgentMount,
     compile_cache,
@@ -21,8 +19,8 @@ from scaffold.workspaces.docker.agent_layer import (
     native_addons,
     node_runtime,
 )
+from scaffold.workspaces.node_launch import local_command
 
-SPEC = InstallSpec("npm", "fake-cli", "@scope/fake-cli", "1.0.0")
 DEBUG = {**os.environ, "NODE_DEBUG_NATIVE": "COMPILE_CACHE"}  # Node.js says whether it took the cache
 CHILD = (  # the CLI starts a node of its own, as an agent running the task's programs does
     "const { execFileSync } = require('node:child_process');\n"
@@ -108,7 +106,7 @@ def test_a_local_npm_cli_starts_on_the_harness_node_and_its_children_do_not_inhe
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(harness_node.host.parent.parent.parent))  # the agent layer installed
     program = fake_cli(tmp_path / "agent", body=CHILD)
-    argv = local_command(program, SPEC)
+    argv = local_command(str(program))
     node = str(harness_node.host / "node_modules" / ".bin" / "node")
     assert argv[:2] == [node, "--require"] and argv[3] == str(program.resolve())
     proc = subprocess.run([*argv, "x"], check=False, capture_output=True, text=True)
@@ -125,14 +123,16 @@ def test_what_is_not_an_npm_node_script_starts_as_it_is(tmp_path: Path) -> None:
     shell = tmp_path / "shell-cli"
     shell.write_text("#!/bin/sh\necho hi\n")
     shell.chmod(0o755)
-    assert local_command(shell, SPEC) == [str(shell)]
+    assert local_command(str(shell)) == [str(shell)]
+    loose = tmp_path / "loose.js"  # a Node.js script of no npm package
+    loose.write_text("#!/usr/bin/env node\n")
+    assert local_command(str(loose)) == [str(loose)]
     program = fake_cli(tmp_path / "agent")
-    assert local_command(program, InstallSpec("pip", "fake-cli", "fake-cli", "1.0")) == [str(program)]
     built = tmp_path / "agent" / "node_modules" / "@scope" / "fake-cli" / "build" / "Release"
     built.mkdir(parents=True)
     (built / "addon.node").write_bytes(b"\x7fELF")
     assert native_addons(program.resolve().parent)
-    assert local_command(program, SPEC) == [str(program)]  # built for the Node.js that installed it
+    assert local_command(str(program)) == [str(program)]  # built for the Node.js that installed it
 
 
 def test_prebuilt_node_api_addons_do_not_keep_a_cli_on_its_own_node(tmp_path: Path) -> None:
