@@ -94,7 +94,11 @@ def compile_cache(node: AgentMount, script: Path, key: str, *, cache_root: Path 
     folders, ``<cache>/<name>`` on the host and ``/opt/comet-agents/<name>`` in a container, so the same
     relative paths lead to the CLI in both. Containers mount it read-only (one trial cannot alter what
     the next one loads); Node.js reads a cache it cannot write. Raises WorkspaceError when the CLI's
-    ``--version`` fails (the CLI then starts without the cache)."""
+    ``--version`` fails (the CLI then starts without the cache).
+
+    The fill runs the CLI's own code on the host, once, with a home of its own; so did its installation
+    (npm runs a package's install scripts on the host). What the docker backend isolates is what the agent
+    does in a trial, and no trial runs here."""
     digest = hashlib.sha256(f"{node.host.name}\0{key}\0{script}".encode()).hexdigest()[:16]
     folder = (cache_root or agent_cache_root()) / f"node-cache-{digest}"
     mount = AgentMount(folder, f"{AGENTS_ROOT}/{folder.name}", ())
