@@ -326,7 +326,7 @@ class DockerBackend:
         if self._agent_install is None or self._agent_install.kind != "npm" or self._agent is None:
             return
         spec = node_runtime(self._architecture)
-        if spec is None or native_addons(self._agent.host):
+        if spec is None:
             return
         try:
             self._node = install_agent(spec, cache_root=self._agent_cache)
@@ -338,7 +338,8 @@ class DockerBackend:
                 raise
             warnings.warn(f"the agent CLI runs on the image's own Node.js: {exc}", stacklevel=2)
             return
-        self._launcher = self._node_launcher(self._agent_install.executable, image)
+        if not native_addons(self._agent.host):  # else its own node runs it: the image's, or ours on PATH
+            self._launcher = self._node_launcher(self._agent_install.executable, image)
 
     def command_argv(self, workspace: DockerWorkspace, argv: Sequence[str]) -> list[str]:
         """*argv* as the container runs it: in the agent phase, the npm agent CLI named by its bare name
