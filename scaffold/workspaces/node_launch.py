@@ -21,9 +21,10 @@ import threading
 import warnings
 from pathlib import Path
 
+from scaffold.agents.locate import node_script
 from scaffold.errors import WorkspaceError
 
-__all__ = ["local_command", "node_script"]
+__all__ = ["local_command"]
 
 _lock = threading.Lock()
 _commands: dict[str, list[str]] = {}
@@ -37,16 +38,6 @@ def local_command(program: str) -> list[str]:
         if program not in _commands:
             _commands[program] = _decide(Path(program))
         return _commands[program]
-
-
-def node_script(path: Path) -> bool:
-    """Whether *path* is a Node.js script (its first line runs ``node``)."""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(200)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and b"node" in first
 
 
 def _decide(program: Path) -> list[str]:

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from scaffold.agents.locate import node_script
 from scaffold.errors import SkillLeakError, WorkspaceError
 from scaffold.tasks import HarborSettings, Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
@@ -335,6 +336,7 @@ class DockerBackend:
         except WorkspaceError as exc:
             self._node = None
             if required:
+                self._node_ready = False  # the next Harbor task tries again: its image has no node of its own
                 raise
             warnings.warn(f"the agent CLI runs on the image's own Node.js: {exc}", stacklevel=2)
             return
@@ -356,14 +358,7 @@ class DockerBackend:
         assert self._agent is not None and self._node is not None
         script = _resolved(self._agent, Path("node_modules/.bin") / name)
         node = _resolved(self._node, Path("node_modules/.bin/node"))
-        if script is None or node is None:
-            return None
-        try:
-            with (self._agent.host / script).open("rb") as handle:
-                first = handle.readline(200)
-        except OSError:
-            return None
-        if not (first.startswith(b"#!") and b"node" in first):
+        if script is None or node is None or not node_script(self._agent.host / script):
             return None
         argv = [f"{self._node.target}/{node.as_posix()}", f"{self._agent.target}/{script.as_posix()}"]
         assert self._agent_install is not None

@@ -45,9 +45,11 @@ def ours(client: Any, **labels: str) -> list[Any]:
     return list(client.containers.list(all=True, filters={"label": label}, ignore_removed=True))
 
 
-def run(workspace: Workspace, argv: list[str], tmp_path: Path, *, timeout: float = 30) -> tuple[Any, str, str]:
+def run(
+    workspace: Workspace, argv: list[str], tmp_path: Path, *, timeout: float = 30, env: dict[str, str] | None = None
+) -> tuple[Any, str, str]:
     result = workspace.exec(
-        argv, timeout=timeout, env={}, stdout_path=tmp_path / "out.log", stderr_path=tmp_path / "err.log"
+        argv, timeout=timeout, env=env or {}, stdout_path=tmp_path / "out.log", stderr_path=tmp_path / "err.log"
     )
     return result, result.stdout(), result.stderr()
 
@@ -566,15 +568,10 @@ def test_the_real_claude_code_loads_from_its_compile_cache_in_a_container(
         task = load_task(factory.task("cached"))
         made.prepare(task)
         workspace = made.create(task, "exp-a/cached-CONTROL-r1")
-        result = workspace.exec(
-            ["claude", "--version"],
-            timeout=60,
-            env={"NODE_DEBUG_NATIVE": "COMPILE_CACHE"},
-            stdout_path=tmp_path / "out.log",
-            stderr_path=tmp_path / "err.log",
-        )
-        assert result.exit_code == 0 and "(Claude Code)" in result.stdout(), result.stderr()
-        assert "cli.js was accepted" in result.stderr(), result.stderr()[-2000:]
+        debug = {"NODE_DEBUG_NATIVE": "COMPILE_CACHE"}  # Node.js says whether it took the cache
+        result, out, err = run(workspace, ["claude", "--version"], tmp_path, timeout=60, env=debug)
+        assert result.exit_code == 0 and "(Claude Code)" in out, err
+        assert "cli.js was accepted" in err, err[-2000:]
         cache = made.command_argv(workspace, ["claude"])[2].rsplit("/", 1)[0]
         denied, _, err = run(workspace, ["touch", f"{cache}/cache/x"], tmp_path)
         assert denied.exit_code != 0 and "Read-only" in err
