@@ -97,6 +97,7 @@ def harness(tasks: Path, root: Path, backend: str, trials: int, tag: str) -> flo
     for trial in range(1, trials + 1):
         record = runner.run(Case("bench", "CONTROL", trial)).record
         assert record.verdict == "passed", record
+    runner.close()  # the transcripts still being written are these trials' cost
     elapsed = time.perf_counter() - start
     runner.backend.close()
     return elapsed / trials
@@ -138,7 +139,12 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
     """
     runner = make_runner(tasks, root, "local", "paired")
     assert isinstance(runner.backend, LocalBackend)
-    drain = runner.backend.drain
+    backend = runner.backend
+
+    def drain() -> None:  # the transcript written beside the next trial, the folder removed: all the trial's
+        runner.drain()
+        backend.drain()
+
     env = bare_local_env(root)
     bare_local_trial(tasks / "bench", root, env)  # warm-up
     out: dict[str, list[float]] = {"h": [], "b": [], "h_cpu": [], "b_cpu": []}
@@ -152,6 +158,7 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
                 bare_local_trial(tasks / "bench", root, env)
             out[which].append(time.perf_counter() - start)
             out[f"{which}_cpu"].append(_cpu() - cpu)
+    runner.close()
     runner.backend.close()
     return out
 

@@ -617,7 +617,10 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         try:
             state.ahead.stop(runner)  # a trial started ahead whose item never ran (Ctrl-C): no record
         finally:
-            runner.backend.close()
+            try:
+                runner.close()  # the transcripts still being written, before the session's reports
+            finally:
+                runner.backend.close()
 
 
 @pytest.fixture

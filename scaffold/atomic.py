@@ -18,7 +18,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["FILE_MODE", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
+import msgspec
+
+__all__ = ["FILE_MODE", "json_bytes", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
 
 FILE_MODE: Final = 0o644
 
@@ -31,8 +33,24 @@ def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE
 
 def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE, durable: bool = True) -> Path:
     """*data* as indented JSON (UTF-8 kept as is, keys in their order) with a final newline."""
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return write_text_atomic(path, text, mode=mode, durable=durable)
+    return write_bytes_atomic(path, json_bytes(data), mode=mode, durable=durable)
+
+
+def json_bytes(data: Any) -> bytes:
+    """The UTF-8 of ``json.dumps(data, indent=2, ensure_ascii=False) + "\\n"``, byte for byte, made faster.
+
+    json indents with its pure-Python encoder (the C one writes compact JSON only): about 80 µs for a
+    trial record, and a trial writes several such files. Here the C encoder writes compact JSON and
+    msgspec indents it, copying every number and string as written, so the bytes are json's own
+    (tests/scaffold/test_atomic.py checks this over generated data). What is not JSON (NaN and
+    Infinity, which json writes) takes json's own indenting, as do values json cannot encode, so
+    their errors are json's.
+    """
+    try:
+        compact = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return msgspec.json.format(compact, indent=2) + b"\n"
+    except (ValueError, TypeError, RecursionError):  # NaN/Infinity (msgspec refuses), or json's own error
+        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_bytes_atomic(

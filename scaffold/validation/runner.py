@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from scaffold.atomic import json_bytes
 from scaffold.process_output import ProcessResult
 from scaffold.tasks import Task
 from scaffold.validation.results import ValidationCheck, ValidationOutcome, parse_outputs, parse_results
@@ -30,9 +30,7 @@ def validate(
     if spec.test_scripts:
         # Written here, where the scripts are copied in: after begin_validation, so whatever the agent
         # left under this name is replaced, and before any check; never an artifact (filtered below).
-        workspace.write_text(
-            CONTEXT_FILE, json.dumps({**(context or {}), "outputs": outputs}, indent=2, ensure_ascii=False) + "\n"
-        )
+        workspace.write_text(CONTEXT_FILE, json_bytes({**(context or {}), "outputs": outputs}).decode("utf-8"))
     checks: list[ValidationCheck] = []
     for pattern in spec.target_artifacts:
         matches = _artifacts(workspace, pattern)
