@@ -285,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--levels", default="1,4,8,16", help="the -n values (default 1,4,8,16)")
     parser.add_argument("--backend", choices=("local", "docker", "both"), default="both")
     parser.add_argument("--as-installed", action="store_true", help="keep the optional pytest plugins loaded")
-    parser.add_argument("--start-window", type=float, help="the runs' --start-window (default: the harness's, 1 s)")
+    parser.add_argument("--start-window", type=float, help="the runs' --start-window (default: the harness's, 0.7 s)")
     parser.add_argument("--keep", type=Path, help="keep each run's logs (trial records) under this folder")
     args = parser.parse_args(argv)
     extra = () if args.as_installed else blocking_args(installed_optional_plugins())

@@ -116,7 +116,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         help="for agents that call a model: at most one trial start per core of the machine that runs them "
         "(this one, or each engine's host) in any such window, so the agents' start-up bursts overlap other "
         "trials' model calls instead of each other; on this machine, none either while its cores are full "
-        "(default 1; 0 starts every trial at once; COMET_START_GATE_LOAD=0: the window alone)",
+        "(default 0.7; 0 starts every trial at once; COMET_START_GATE_LOAD=0: the window alone)",
     )
     add(
         "--in-flight",

@@ -1,7 +1,7 @@
 """Spacing the starts of agent trials on one machine, across every worker and session that runs there.
 
-An agent CLI spends its first second or so starting (Claude Code: about 1.1 CPU s, Node loading its
-bundle), then mostly waits on the model. Trials that start at the same moment burst at the same moment:
+An agent CLI spends its first second or so starting (Claude Code: 0.7 CPU s from its compile cache, Node
+loading its bundle), then mostly waits on the model. Trials that start at the same moment burst at the same moment:
 xdist's workers all begin together, their model calls take similar times, so they stay in step, their
 start-up bursts pile onto the cores together and the cores then idle while every trial waits. Measured
 with 32 Claude Code trials on 2 cores, 2 s a model call (benchmarks/concurrency.py): -n 4 took 49.1 s
@@ -43,8 +43,12 @@ from scaffold.workspaces.engines import on_this_machine
 
 __all__ = ["DEFAULT_WINDOW_S", "LOAD_ENV", "Admission", "StartGate", "crowded_here", "here"]
 
-DEFAULT_WINDOW_S: Final = 1.0
-"""A Node agent CLI's start-up CPU, about a second (measured: 1.1-1.4 CPU s for Claude Code)."""
+DEFAULT_WINDOW_S: Final = 0.7
+"""A Node agent CLI's start-up CPU: Claude Code from its compile cache spends 0.7 CPU s before its first
+model call (it was 1.1-1.4 s without the cache, when this was 1.0). Side by side, 32 trials on 2 cores
+(benchmarks/concurrency.py), 0.7 against 1.0: local ``-n 8`` 24.7/24.5 against 25.7/25.5 s, ``-n 16``
+19.8 against 22.8 s, docker ``-n 16`` 27.6 against 29.3 s; ``-n 4`` and docker ``-n 8`` the same. 0.5 was
+no better than 0.7 (24.2/24.8 s at local ``-n 8``): starts that close overlap their own bursts."""
 LOAD_ENV: Final = "COMET_START_GATE_LOAD"
 """``0`` turns the wait for a free core off."""
 _LOAD_POLL_S: Final = 0.05

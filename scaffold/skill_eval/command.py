@@ -145,7 +145,7 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         "--start-window",
         type=float,
         metavar="SECONDS",
-        help="at most one trial start per core in any such window, for agents that call a model (default 1; 0: off)",
+        help="at most one trial start per core in any such window, for agents that call a model (default 0.7; 0: off)",
     )
     run.add_argument("-n", "--workers", type=int, default=None, metavar="N", help="trials in parallel (pytest-xdist)")
     run.add_argument(
