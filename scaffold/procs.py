@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scaffold.background import waiting_on_command
 from scaffold.process_output import ProcessResult
 
 __all__ = ["TERM_GRACE_S", "run_process"]
@@ -73,7 +74,9 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     if pidfd is None:
         return _wait_with_timer(proc, timeout)
     try:
-        if _readable(pidfd, timeout):
+        with waiting_on_command():  # the interpreter's lock is free meanwhile: background jobs run now
+            exited = _readable(pidfd, timeout)
+        if exited:
             proc.wait()
             return False
         _signal_group(proc.pid, signal.SIGTERM)

@@ -131,10 +131,10 @@ class Runner:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _live: dict[int, Workspace] = field(default_factory=dict)
     _stopped: threading.Event = field(default_factory=threading.Event)
-    # A passed trial's transcript.html is written here, beside the next trial: rendering it is about a
-    # millisecond of the harness's own, which then overlaps the next trial's commands (and the record's
-    # flush to the disk). Folders whose page is still to be written, so a rerun of one waits for it.
-    _transcripts: Background = field(default_factory=lambda: Background("comet-transcripts"))
+    # A passed trial's transcript.html is written here, while the next trial waits on its commands:
+    # rendering it is about a millisecond of the harness's own, then off the trials' path (see
+    # scaffold.background). Folders whose page is still to be written, so a rerun of one waits for it.
+    _transcripts: Background = field(default_factory=lambda: Background("comet-transcripts", when_waiting=True))
     _transcribing: set[Path] = field(default_factory=set)
 
     def drain(self) -> None:
@@ -230,8 +230,8 @@ class Runner:
         trial_dir.mkdir(parents=True)
         record = self._execute(case, config, config_hash, trial_dir)
         if record.verdict == "passed":
-            self._transcribe_later(trial_dir, record)  # rendered while the record is flushed to the disk
             write_record(record_path, record)
+            self._transcribe_later(trial_dir, record)
         else:
             # Now, after the record: a failed trial's test message names its transcript (pytest_comet.trial),
             # which must then be there to open.
