@@ -4,16 +4,18 @@ A reader (another worker, ``comet report``, a CI step, a crash later) sees the o
 never half of one: the bytes go to a temporary file in the same folder, with a name unique to this
 writer (two writers of one path never share a temporary file), are flushed to the disk, then renamed
 over the target; the folder is flushed as well, so the rename itself survives a crash. The mode is
-explicit: ``mkstemp`` makes 0600 files, while records and reports are meant to be read by other tools.
+explicit, whatever the umask: the temporary file is made 0600 (nobody reads it half written), while
+records and reports are meant to be read by other tools.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
-import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
@@ -62,25 +64,58 @@ def write_bytes_atomic(
     lose the write. Only for files rebuilt from others at will (a trial's transcript page), where about
     2 ms a file of flushing would dominate rewriting thousands of them."""
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    fd, tmp = _temporary(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), mode)
-            if isinstance(chunks, bytes):
-                handle.write(chunks)
-            else:
+        os.fchmod(fd, mode)
+        if isinstance(chunks, bytes):
+            _write_all(fd, chunks)
+        else:
+            with os.fdopen(os.dup(fd), "wb") as handle:  # buffered: pieces may be many and small
                 handle.writelines(chunks)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
         os.replace(tmp, path)
     except BaseException:
+        if fd >= 0:
+            os.close(fd)
         Path(tmp).unlink(missing_ok=True)
         raise
     if durable:
         _sync_folder(folder)
     return path
+
+
+_TEMPORARY_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+_serial = itertools.count()
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new file beside *path*, open for writing, named for this process, thread and write: no other
+    writer can share it, and the name says whose a leftover was. The folder is made only when missing
+    (most writes go to a folder that exists: no system call is spent on it then)."""
+    # The name's first 100 characters: a long one with the suffix would pass the file system's limit.
+    stem = f"{path.parent}/.{path.name[:100]}.{os.getpid()}-{threading.get_ident()}-"
+    made = False
+    for _ in range(100):
+        tmp = f"{stem}{next(_serial)}.tmp"
+        try:
+            return os.open(tmp, _TEMPORARY_FLAGS, 0o600), tmp
+        except FileExistsError:  # a leftover of a dead process that had this id
+            continue
+        except FileNotFoundError:
+            if made:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)
+            made = True
+    raise FileExistsError(f"{path}: no free temporary name beside it")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _sync_folder(folder: Path) -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from scaffold.background import waiting_on_command
 from scaffold.process_output import ProcessResult
@@ -35,10 +36,8 @@ def run_process(
     stderr_path: Path,
 ) -> ProcessResult:
     """Run *argv*; on timeout, or when it exits, kill its process group. Never raises on failure."""
-    stdout_path.parent.mkdir(parents=True, exist_ok=True)
-    stderr_path.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+    with _output(stdout_path) as out, _output(stderr_path) as err:
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -62,6 +61,16 @@ def run_process(
             _kill_group(proc.pid)  # background children left behind by a command that exited
     code = None if timed_out else proc.returncode
     return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
+
+
+def _output(path: Path) -> BinaryIO:
+    """*path* opened for the command's output; its folder is made only when missing (a trial's commands
+    mostly write into folders that exist, and a system call a command adds up over many trials)."""
+    try:
+        return path.open("wb", buffering=0)  # unbuffered: only its descriptor is handed on
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("wb", buffering=0)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -176,6 +176,24 @@ class Budget:
         return shown
 
 
+def clip_html(c: Clip, cls: str = "") -> Markup:
+    """A clip as the page shows it: its head, the full text behind a click, the count of what is left out
+    (and where it is). Written in Python rather than as a template macro: a page calls it for every long
+    text, and a macro's call costs several times more (tests/scaffold/reports/test_transcript.py keeps
+    the two byte for byte the same)."""
+    css = escape(cls)
+    out = f'<pre class="text {css}">{c.head}</pre>\n'
+    if c.full is not None:
+        out += (
+            f'<details class="more"><summary>full text ({c.size:,} characters)</summary>'
+            f'<pre class="text {css}">{c.full}</pre></details>\n'
+        )
+    if c.missing:
+        where = f' in <a href="{escape(href(c.file))}">{escape(c.file)}</a>' if c.file else ""
+        out += f'<p class="cut">… {c.missing:,} more characters{where}</p>\n'
+    return Markup(out)  # every part above is escaped, or a Markup that Budget made
+
+
 def _bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
@@ -606,5 +624,7 @@ _ENV: Final = Environment(
     autoescape=True,  # every text comes from the agent, the task or the workspace: never trusted
     trim_blocks=True,
     lstrip_blocks=True,
+    auto_reload=False,  # the package's template does not change while it runs: no look at its file per page
 )
 _ENV.filters["href"] = href
+_ENV.globals["clip"] = clip_html

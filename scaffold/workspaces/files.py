@@ -6,13 +6,14 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from scaffold.errors import WorkspaceError
 
@@ -24,12 +25,27 @@ if TYPE_CHECKING:
 __all__ = ["HostFiles", "fresh_copy", "host_manifest", "remove_empty_parents"]
 
 
+KEEP_LIMIT: Final = 256 * 1024
+"""Files up to this size keep the bytes read to hash them for the next :meth:`HostFiles.read_files`."""
+KEEP_TOTAL: Final = 16 * 1024 * 1024
+"""At most this many bytes are kept per manifest (the changes' snapshot reads no more: scaffold.changes)."""
+
+_READ_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+Identity = tuple[int, int, int, int]
+"""A file's size, modification time, inode and change time: the bytes kept for it are its bytes while
+these are unchanged (a write changes the change time, which no program can set back)."""
+
+
 class HostFiles:
     """``put``/``write_text``/``read_text``/``glob``/``remove`` confined to one host folder."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._resolved: str | None = None
+        # The bytes the last manifest read to hash small files, for the read_files that follows it (the
+        # changes read every file it lists as text right after listing it: one read instead of two).
+        self._kept: dict[str, tuple[Identity, bytes]] = {}
 
     @property
     def host_path(self) -> Path:
@@ -107,26 +123,33 @@ class HostFiles:
             target.unlink(missing_ok=True)
 
     def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
-        return host_manifest(self._path, exclude, limit)
+        self._kept = {}
+        return host_manifest(self._path, exclude, limit, keep=self._kept)
 
     def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
+        kept, self._kept = self._kept, {}
         found: dict[str, bytes] = {}
         for rel in paths:
             try:
-                target = self._inside(rel)
-                if target.is_symlink() or not target.is_file() or target.stat().st_size > limit:
+                target = str(self._inside(rel))
+                info = os.lstat(target)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
                     continue
-                data = target.read_bytes()
+                entry = kept.get(rel)
+                data = entry[1] if entry is not None and entry[0] == _identity(info) else _read(target)
             except (OSError, WorkspaceError):  # gone meanwhile, unreadable, or a link pointing out
                 continue
-            if len(data) <= limit:
+            if data is not None and len(data) <= limit:
                 found[rel] = data
         return found
 
 
-def host_manifest(root: Path, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
+def host_manifest(
+    root: Path, exclude: Sequence[str], limit: int, *, keep: dict[str, tuple[Identity, bytes]] | None = None
+) -> WorkspaceManifest:
     """:meth:`Workspace.manifest` of a host folder: names first (one ``lstat`` each), then the content
-    hashes (SHA-256) of the first *limit* in sorted order only, so a huge tree costs a listing, not a read."""
+    hashes (SHA-256) of the first *limit* in sorted order only, so a huge tree costs a listing, not a read.
+    *keep*, when given, receives the bytes of the files of at most KEEP_LIMIT bytes (KEEP_TOTAL in all)."""
     from scaffold.workspaces.base import FileState, WorkspaceManifest
 
     skip = set(exclude)
@@ -155,6 +178,7 @@ def host_manifest(root: Path, exclude: Sequence[str], limit: int) -> WorkspaceMa
             continue
     found.sort(key=lambda item: item[0])
     files: dict[str, FileState] = {}
+    room = KEEP_TOTAL if keep is not None else 0
     for path, info in found[:limit]:
         full = os.path.join(top, path)  # noqa: PTH118
         if stat.S_ISLNK(info.st_mode):
@@ -163,17 +187,49 @@ def host_manifest(root: Path, exclude: Sequence[str], limit: int) -> WorkspaceMa
             except OSError:
                 continue
             files[path] = FileState(len(os.fsencode(target)), 0o777, None, link=target)
-        else:
-            files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), _sha256(full))
+            continue
+        kept = info.st_size <= min(KEEP_LIMIT, room)
+        digest, data = _sha256(full, keep=kept)
+        if keep is not None and data is not None:
+            # Kept only when the file is as it was listed, also after the read: a write meanwhile changes
+            # its change time (or size), and then read_files reads it again.
+            with contextlib.suppress(OSError):
+                identity = _identity(os.lstat(full))
+                if identity == _identity(info) and identity[0] == len(data):
+                    keep[path] = (identity, data)
+                    room -= len(data)
+        files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), digest)
     return WorkspaceManifest(files, truncated=len(found) > limit)
 
 
-def _sha256(path: str) -> str | None:
+def _identity(info: os.stat_result) -> Identity:
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
+
+
+def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None]:
+    """The file's SHA-256, and its bytes when *keep*; (None, None) when it cannot be read. Links are not
+    followed (the listing saw a regular file; one put in its place meanwhile is not read through)."""
     try:
-        with open(path, "rb") as handle:  # noqa: PTH123
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        fd = os.open(path, _READ_FLAGS)
     except OSError:
-        return None
+        return None, None
+    try:
+        digest = hashlib.sha256()
+        chunks: list[bytes] = []
+        while block := os.read(fd, 1 << 20):
+            digest.update(block)
+            if keep:
+                chunks.append(block)
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+    return digest.hexdigest(), (b"".join(chunks) if keep else None)
+
+
+def _read(path: str) -> bytes | None:
+    """The bytes of the regular file at *path*, a link not followed; None when it cannot be read."""
+    return _sha256(path, keep=True)[1]
 
 
 def fresh_copy(source: Path, path: Path) -> None:

@@ -40,7 +40,7 @@ from scaffold.process_output import ProcessResult
 from scaffold.procs import run_process
 from scaffold.tasks import Task
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
-from scaffold.workspaces.files import HostFiles, fresh_copy, host_manifest, remove_empty_parents
+from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
 from scaffold.workspaces.node_launch import local_command
@@ -104,7 +104,7 @@ class LocalWorkspace(HostFiles):
         return str(path.resolve())
 
     def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
-        return host_manifest(self._path, [*exclude, TMP_DIR], limit)
+        return super().manifest([*exclude, TMP_DIR], limit)
 
     def begin_validation(self, policy: ValidationPolicy) -> None:
         if self.policy is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,3 +64,32 @@ def test_write_json_atomic_writes_those_bytes(tmp_path) -> None:  # type: ignore
     data = {"trial": 3, "duration_s": 1e-06, "name": "é"}
     path = write_json_atomic(tmp_path / "r.json", data, durable=False)
     assert path.read_bytes() == _json(data)
+
+
+def test_atomic_writes_leave_no_temporary_file_and_set_the_mode(tmp_path: Path) -> None:
+    from scaffold.atomic import write_bytes_atomic, write_text_atomic
+
+    long_name = "r" * 250 + ".json"  # the longest a name may be: the temporary file's must fit too
+    write_bytes_atomic(tmp_path / "new" / "deeper" / long_name, b"{}\n", mode=0o640)
+    write_text_atomic(tmp_path / "new" / "pieces.txt", ["a", "b", "c"], durable=False)
+    write_bytes_atomic(tmp_path / "new" / "pieces.txt", b"replaced\n")
+    assert (tmp_path / "new" / "deeper" / long_name).read_bytes() == b"{}\n"
+    assert (tmp_path / "new" / "deeper" / long_name).stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "new" / "pieces.txt").read_text() == "replaced\n"
+    assert sorted(p.name for p in (tmp_path / "new").rglob("*") if p.name.startswith(".")) == []
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path) -> None:
+    from scaffold.atomic import write_text_atomic
+
+    target = tmp_path / "state.txt"
+    write_text_atomic(target, "old\n")
+
+    def pieces() -> Iterator[str]:
+        yield "half"
+        raise RuntimeError("the renderer failed")
+
+    with pytest.raises(RuntimeError, match="renderer failed"):
+        write_text_atomic(target, pieces())
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.txt"]

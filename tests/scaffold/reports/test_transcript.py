@@ -7,12 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup, escape
 
 from scaffold.cli import main
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
 from scaffold.record_files import read_record, write_record
 from scaffold.records import TrialRecord
-from scaffold.reports.transcript import BUDGETS, PAGE_LIMIT, render_transcript
+from scaffold.reports.transcript import BUDGETS, PAGE_LIMIT, Clip, clip_html, href, render_transcript
 from scaffold.reports.transcripts import read_folder, write_transcript, write_transcripts
 from tests.support.dom import Element, parse_dom
 from tests.support.records import rec
@@ -156,3 +160,37 @@ def test_read_folder_sorts_turns_by_number(tmp_path: Path) -> None:
     for name in streams:
         (trial / name).write_text("\n".join(claude_lines(1, 1, "ok")), encoding="utf-8")
     assert [t.index for t in read_folder(trial, read_record(trial / RECORD_FILE)).turns] == [1, 2, 10]
+
+
+# The clip macro transcript.html.j2 had before clip_html replaced it: the page's bytes must not change.
+_CLIP_MACRO = """{% macro clip(c, cls="") -%}
+<pre class="text {{ cls }}">{{ c.head }}</pre>
+{% if c.full is not none %}
+<details class="more"><summary>full text ({{ "{:,}".format(c.size) }} characters)</summary><pre class="text {{ cls }}">{{ c.full }}</pre></details>
+{% endif %}
+{% if c.missing %}
+<p class="cut">… {{ "{:,}".format(c.missing) }} more characters{% if c.file %} in <a href="{{ c.file | href }}">{{ c.file }}</a>{% endif %}</p>
+{% endif %}
+{%- endmacro %}
+"""  # noqa: E501 - the macro's own lines
+
+_MARKUP = st.text(max_size=8).map(lambda s: Markup(escape(s)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    head=_MARKUP,
+    full=st.none() | _MARKUP,
+    missing=st.integers(min_value=0, max_value=10**7),
+    file=st.text(max_size=12),
+    size=st.integers(min_value=0, max_value=10**7),
+    cls=st.sampled_from(["", "input", "result", "instruction", 'a"<b>&']),
+)
+def test_clip_html_is_the_macro_it_replaced_byte_for_byte(
+    head: Markup, full: Markup | None, missing: int, file: str, size: int, cls: str
+) -> None:
+    env = Environment(undefined=StrictUndefined, autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["href"] = href
+    macro = env.from_string(_CLIP_MACRO + "{{ clip(c, cls) }}|{{ clip(c) }}")
+    c = Clip(head, full, missing, file, size)
+    assert macro.render(c=c, cls=cls) == f"{clip_html(c, cls)}|{clip_html(c)}"

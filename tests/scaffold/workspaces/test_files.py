@@ -72,3 +72,39 @@ def test_symlink_loops_never_crash_or_escape(tree: Path, parts: list[str]) -> No
     except WorkspaceError:
         return
     assert str(target).startswith(os.path.realpath(tree) + os.sep) or str(target) == os.path.realpath(tree)
+
+
+def test_read_files_after_a_manifest_gives_the_files_current_bytes(tmp_path: Path) -> None:
+    """The bytes a manifest read to hash a file serve the read that follows it only while the file is as
+    listed: one rewritten, replaced by a link or removed in between is read again (or left out)."""
+    root = tmp_path / "ws"
+    (root / "d").mkdir(parents=True)
+    for name in ("same", "rewritten", "linked", "gone"):
+        (root / "d" / name).write_text(f"{name} before\n")
+    (root / "big").write_bytes(b"x" * (2 * 1024 * 1024))  # above what is kept: read from the disk
+    files = HostFiles(root)
+    manifest = files.manifest([], 100)
+    assert sorted(manifest.files) == ["big", "d/gone", "d/linked", "d/rewritten", "d/same"]
+    (root / "d" / "rewritten").write_text("rewritten after, longer\n")
+    (root / "d" / "linked").unlink()
+    (tmp_path / "outside").write_text("not the workspace's\n")
+    (root / "d" / "linked").symlink_to(tmp_path / "outside")
+    (root / "d" / "gone").unlink()
+    wanted = ["d/same", "d/rewritten", "d/linked", "d/gone", "big"]
+    assert files.read_files(wanted, 4 * 1024 * 1024) == {
+        "d/same": b"same before\n",
+        "d/rewritten": b"rewritten after, longer\n",
+        "big": b"x" * (2 * 1024 * 1024),
+    }
+    # Kept bytes serve one read only: a second read looks at the disk again.
+    (root / "d" / "same").write_text("same, later\n")
+    assert files.read_files(["d/same"], 100) == {"d/same": b"same, later\n"}
+
+
+def test_a_file_replaced_by_a_link_after_the_listing_is_not_hashed_through_it(tmp_path: Path) -> None:
+    from scaffold.workspaces.files import _sha256
+
+    (tmp_path / "secret").write_text("outside\n")
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    assert _sha256(str(tmp_path / "link"), keep=True) == (None, None)
+    assert _sha256(str(tmp_path / "secret"), keep=True)[1] == b"outside\n"
