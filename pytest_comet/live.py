@@ -45,6 +45,8 @@ class LiveDisplay:
         self._cache: RecordCache | None = None
         self._terminal: Any = None
         self._plain = False
+        self._total: int | None = None
+        """The session's number of cases, from its plan.json (read until it is found)."""
         self._pending: dict[str, str] = {}
         """Plain lines of finished trials, written once pytest has written its own (at logfinish)."""
 
@@ -149,8 +151,12 @@ class LiveDisplay:
         from scaffold.status import read_plan
 
         self._activate()
-        plan = read_plan(self.root) if self.root is not None else None
-        total = len(plan["cases"]) if plan is not None else None
+        if self._total is None and self.root is not None:
+            # Read once it is there: the plan lists every case, and a line per trial must not cost a read
+            # of it (10,000 trials would read 10,000 cases 10,000 times).
+            plan = read_plan(self.root)
+            self._total = len(plan["cases"]) if plan is not None else None
+        total = self._total
         started = self._starts.pop(report.nodeid, None)
         elapsed = time.monotonic() - started if started is not None else report.duration
         case = str(props.get("comet_case") or report.nodeid)

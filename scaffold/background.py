@@ -9,8 +9,9 @@ container labels).
 Jobs that are Python's own work (rendering a trial's transcript) hold the interpreter's lock while they
 run, and a trial thread that wants it back then waits for them. Such a Background is made with
 ``when_waiting=True``: each job first waits, for at most ``WHEN_WAITING_S``, until some thread of the
-process waits on a command (scaffold.procs marks that with :func:`waiting_on_command`), which is when the
-lock is free anyway. Draining counts as waiting: what is drained runs at once.
+process waits outside the interpreter, which is when the lock is free anyway: on a command (scaffold.procs)
+or on the disk (a durable write's flush, scaffold.atomic), each marked with :func:`waiting_on_command`.
+Draining counts as waiting: what is drained runs at once.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ _WAITERS = _Waiters()
 
 @contextlib.contextmanager
 def waiting_on_command() -> Iterator[None]:
-    """Mark the calling thread as blocked outside the interpreter (a command's exit, a drain)."""
+    """Mark the calling thread as blocked outside the interpreter (a command's exit, a flush, a drain)."""
     with _WAITERS.changed:
         _WAITERS.count += 1
         _WAITERS.changed.notify_all()

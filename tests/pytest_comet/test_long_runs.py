@@ -244,3 +244,28 @@ def test_negative_limits_are_usage_errors(pytester: pytest.Pytester, suite: Task
     result = pytester.runpytest_subprocess(f"--workspace-root={pytester.path / 'ws'}", "--comet-max-trials=-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--max-trials=-1: must be 0 or more*"])
+
+
+def test_the_plain_lines_read_the_plan_once(
+    pytester: pytest.Pytester, suite: TaskFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan lists every case: reading it again for each finished trial would cost a session of N trials
+    # N reads of N cases.
+    import scaffold.status
+
+    four_tasks(suite)
+    reads: list[Path] = []
+    real = scaffold.status.read_plan
+
+    def counting(root: Path) -> dict[str, Any] | None:
+        reads.append(root)
+        return real(root)
+
+    monkeypatch.setattr(scaffold.status, "read_plan", counting)
+    result = pytester.runpytest_inprocess(
+        f"--workspace-root={pytester.path / 'ws'}", "--experiment-id=once", "--count=2"
+    )
+    result.assert_outcomes(passed=8)
+    lines = [line for line in result.outlines if re.match(r"\[\d/8\] ", line)]
+    assert [line.split("]")[0] for line in lines] == [f"[{i}/8" for i in range(1, 9)]
+    assert len(reads) == 2  # the lines' one, and the session's end marking the plan finished
