@@ -646,6 +646,11 @@ class DockerBackend:
         if not fits or not standby.take() or not standby.done.wait(STANDBY_WAIT_S) or not standby.created:
             self._discard(standby)
             return None
+        if not self._running(standby.created["Id"]):
+            # Made before its container (or its whole engine) went away: the trial makes its own, which
+            # fails where the engine is gone, and then an engine pool moves the worker to a live engine.
+            self._discard(standby)
+            return None
         spare = standby.workspace
         workspace = self._workspace(task, trial_key, path, network)
         try:
@@ -674,6 +679,14 @@ class DockerBackend:
                 raise
             return None
         return workspace
+
+    def _running(self, container_id: str) -> bool:
+        """Whether the container answers as running (one round trip): a standby is checked before a trial
+        takes it, as nothing about it was looked at since it was made."""
+        try:
+            return bool(self._api.inspect_container(container_id)["State"]["Running"])
+        except Exception:  # the SDK's own when the engine is gone, or a container that was removed
+            return False
 
     def _discard(self, standby: Standby, *, synchronously: bool = False) -> None:
         """Remove a standby no trial takes (another task came, or the session ends), in the background.

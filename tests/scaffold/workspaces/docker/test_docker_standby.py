@@ -176,3 +176,20 @@ def test_no_standby_is_made_when_the_next_trial_is_of_another_task_or_none_follo
     workspace = backend.create(task, "exp/hinted-CONTROL-r3")
     assert len(standbys(backend)) == 1
     backend.destroy(workspace, keep=False)
+
+
+def test_a_standby_that_died_is_not_taken(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
+    # Its container (or its engine) went away after it was made: the trial gets a container of its own,
+    # and the dead standby is cleaned up as any other not taken.
+    task = a_task(factory, "fragile")
+    first = backend.create(task, "exp/fragile-CONTROL-r1")
+    backend.destroy(first, keep=False)
+    (waiting,) = standbys(backend)
+    backend.client.containers.get(waiting).kill()
+    second = backend.create(task, "exp/fragile-CONTROL-r2")
+    assert second.container_id != waiting
+    assert shell(second, "cat src/a.txt", tmp_path) == "fragile a\n"
+    backend.destroy(second, keep=False)
+    backend.expect(None)
+    backend.drain()
+    assert waiting not in {c.id for c in session_containers(backend)}
