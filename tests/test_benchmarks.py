@@ -14,7 +14,10 @@ from tests.support.factories import REPO
 RUNS = {
     "calibration": ["--tiny", "--workers", "1"],
     "reports": ["--tasks", "3", "--treatments", "2", "--trials", "2"],
-    "overhead": ["--trials", "2", "--rounds", "1", "--backend", "local", "--marginal-trials", "3"],
+    "overhead": [
+        *("--trials", "2", "--rounds", "1", "--backend", "local"),
+        *("--marginal-trials", "3", "--startup-rounds", "1"),
+    ],
     "collection": ["--tasks", "2", "--treatments", "2", "--trials", "1", "--repeat", "1"],
     "engine": ["--steps", "5", "--rounds", "1"],
 }
