@@ -131,9 +131,9 @@ class Runner:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _live: dict[int, Workspace] = field(default_factory=dict)
     _stopped: threading.Event = field(default_factory=threading.Event)
-    # A passed trial's transcript.html is written here, while its record waits on the disk and the next
-    # trial on its commands: rendering it is about a millisecond of the harness's own, then off the trials'
-    # path (see scaffold.background). Folders whose page is still to be written, so a rerun waits for it.
+    # A passed trial's transcript.html is written here, while the next trial waits on its commands:
+    # rendering it is about a millisecond of the harness's own, then off the trials' path (see
+    # scaffold.background). Folders whose page is still to be written, so a rerun of one waits for it.
     _transcripts: Background = field(default_factory=lambda: Background("comet-transcripts", when_waiting=True))
     _transcribing: set[Path] = field(default_factory=set)
 
@@ -230,10 +230,11 @@ class Runner:
         trial_dir.mkdir(parents=True)
         record = self._execute(case, config, config_hash, trial_dir)
         if record.verdict == "passed":
-            # The page first: it is rendered by the background thread while this one waits on the record's
-            # flushes to the disk (the page needs the folder, not record.json). Either may be done first.
-            self._transcribe_later(trial_dir, record)
+            # The page after the record, rendered while the next trial waits on its first command. Submitted
+            # before the record's flushes instead, it overlapped them but then held the interpreter's lock
+            # against the next trial's start (the flushes take less than the page takes to render).
             write_record(record_path, record)
+            self._transcribe_later(trial_dir, record)
         else:
             # Now, after the record: a failed trial's test message names its transcript (pytest_comet.trial),
             # which must then be there to open.

@@ -6,7 +6,6 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -40,9 +39,11 @@ these are unchanged (a write changes the change time, which no program can set b
 class HostFiles:
     """``put``/``write_text``/``read_text``/``glob``/``remove`` confined to one host folder."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, resolved: str | None = None) -> None:
         self._path = path
-        self._resolved: str | None = None
+        self._resolved = resolved
+        """The folder's real path: given by a backend that knows it (it made the folder below a root it
+        resolved once), else worked out on first use."""
         # The bytes the last manifest read to hash small files, for the read_files that follows it (the
         # changes read every file it lists as text right after listing it: one read instead of two).
         self._kept: dict[str, tuple[Identity, bytes]] = {}
@@ -98,14 +99,25 @@ class HostFiles:
 
     def write_text(self, dest: str, text: str) -> None:
         target = self._inside(dest)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        data = text.encode("utf-8")
+        try:
+            _write(target, data)
+        except FileNotFoundError:  # its folder is missing: made only then
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write(target, data)
 
     def read_text(self, rel: str) -> str | None:
+        target = self._inside(rel)
         try:
-            return self._inside(rel).read_text(encoding="utf-8", errors="replace")
+            fd = os.open(target, os.O_RDONLY | os.O_CLOEXEC)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
+        try:
+            return b"".join(iter(lambda: os.read(fd, 1 << 20), b"")).decode("utf-8", errors="replace")
+        except IsADirectoryError:
+            return None
+        finally:
+            os.close(fd)
 
     def glob(self, pattern: str) -> list[str]:
         root = self._path.resolve()
@@ -128,15 +140,21 @@ class HostFiles:
 
     def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
         kept, self._kept = self._kept, {}
+        top = str(self._path)
         found: dict[str, bytes] = {}
         for rel in paths:
+            entry = kept.get(rel)
             try:
+                # Kept bytes are the bytes of the very file the manifest listed while its identity holds
+                # (the same inode, unchanged since): no need to confine the path again to use them.
+                if entry is not None and len(entry[1]) <= limit and _identity(os.lstat(f"{top}/{rel}")) == entry[0]:
+                    found[rel] = entry[1]
+                    continue
                 target = str(self._inside(rel))
                 info = os.lstat(target)
                 if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
                     continue
-                entry = kept.get(rel)
-                data = entry[1] if entry is not None and entry[0] == _identity(info) else _read(target)
+                data = _read(target)
             except (OSError, WorkspaceError):  # gone meanwhile, unreadable, or a link pointing out
                 continue
             if data is not None and len(data) <= limit:
@@ -189,15 +207,12 @@ def host_manifest(
             files[path] = FileState(len(os.fsencode(target)), 0o777, None, link=target)
             continue
         kept = info.st_size <= min(KEEP_LIMIT, room)
-        digest, data = _sha256(full, keep=kept)
-        if keep is not None and data is not None:
-            # Kept only when the file is as it was listed, also after the read: a write meanwhile changes
-            # its change time (or size), and then read_files reads it again.
-            with contextlib.suppress(OSError):
-                identity = _identity(os.lstat(full))
-                if identity == _identity(info) and identity[0] == len(data):
-                    keep[path] = (identity, data)
-                    room -= len(data)
+        digest, data, identity = _sha256(full, keep=kept)
+        # Kept only when the file read is the file listed, as it was listed, also after the read: another
+        # file put in its place, or a write meanwhile, changes its identity, and then read_files reads again.
+        if keep is not None and data is not None and identity == _identity(info) and identity[0] == len(data):
+            keep[path] = (identity, data)
+            room -= len(data)
         files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), digest)
     return WorkspaceManifest(files, truncated=len(found) > limit)
 
@@ -206,13 +221,14 @@ def _identity(info: os.stat_result) -> Identity:
     return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)
 
 
-def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None]:
-    """The file's SHA-256, and its bytes when *keep*; (None, None) when it cannot be read. Links are not
-    followed (the listing saw a regular file; one put in its place meanwhile is not read through)."""
+def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None, Identity | None]:
+    """The file's SHA-256, and when *keep* its bytes and its identity once read (from the open file);
+    Nones when it cannot be read. Links are not followed (the listing saw a regular file; one put in its
+    place meanwhile is not read through)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
-        return None, None
+        return None, None, None
     try:
         digest = hashlib.sha256()
         chunks: list[bytes] = []
@@ -220,16 +236,27 @@ def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None]
             digest.update(block)
             if keep:
                 chunks.append(block)
+        identity = _identity(os.fstat(fd)) if keep else None
     except OSError:
-        return None, None
+        return None, None, None
     finally:
         os.close(fd)
-    return digest.hexdigest(), (b"".join(chunks) if keep else None)
+    return digest.hexdigest(), (b"".join(chunks) if keep else None), identity
 
 
 def _read(path: str) -> bytes | None:
     """The bytes of the regular file at *path*, a link not followed; None when it cannot be read."""
     return _sha256(path, keep=True)[1]
+
+
+def _write(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
 
 
 def fresh_copy(source: Path, path: Path) -> None:

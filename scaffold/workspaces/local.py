@@ -76,8 +76,15 @@ def base_environment(workspace: Path) -> dict[str, str]:
 class LocalWorkspace(HostFiles):
     """A host folder; file operations come from :class:`HostFiles`, commands run as subprocesses."""
 
-    def __init__(self, path: Path, *, shim: str | None = None, network: IsolatedNetwork | None = None) -> None:
-        super().__init__(path)
+    def __init__(
+        self,
+        path: Path,
+        *,
+        shim: str | None = None,
+        network: IsolatedNetwork | None = None,
+        resolved: str | None = None,
+    ) -> None:
+        super().__init__(path, resolved=resolved)
         self._shim = shim
         self._network = network
         self._since = last_pid()  # processes started after this one may be the agent's
@@ -151,6 +158,7 @@ class LocalBackend:
         # Folders above the workspaces (one per experiment): emptied folders are removed at close,
         # not after every trial, where the next trial would only create the same folder again.
         self._parents: set[Path] = set()
+        self._resolved: dict[Path, str] = {}  # a folder of workspaces -> its real path
         # Removing a finished trial's folder (~0.9 ms for a small workspace) goes on while the next trial
         # runs. Folders still being removed are known, so a trial of the same key waits for its removal.
         self._removals = Background("comet-local-removal")
@@ -174,7 +182,12 @@ class LocalBackend:
         self._supervisor.start()  # before any command of the workspace runs
         self._owned.claim(path)
         fresh_copy(task.environment_dir, path)
-        return LocalWorkspace(path, shim=str(self._validation_shim()), network=self._isolated_network())
+        # The folder itself was just made (no link); its parent is resolved once per experiment.
+        parent = self._resolved.get(path.parent)
+        if parent is None:
+            parent = self._resolved[path.parent] = os.path.realpath(path.parent)
+        shim, network = str(self._validation_shim()), self._isolated_network()
+        return LocalWorkspace(path, shim=shim, network=network, resolved=f"{parent}/{path.name}")
 
     def _validation_shim(self) -> Path:
         if self._shim is None:

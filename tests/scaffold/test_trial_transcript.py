@@ -4,8 +4,6 @@ costs the trial its record or its result."""
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
 from pathlib import Path
 
@@ -93,34 +91,3 @@ def test_a_page_that_cannot_be_built_says_why(
     dom = parse_dom(page.read_text(encoding="utf-8"))
     assert "ValueError: a template bug <script>" in dom.by_id("transcript-error").text()
     assert "<script>" not in page.read_text(encoding="utf-8")
-
-
-def test_a_passed_trials_page_is_rendered_while_its_record_is_flushed(
-    factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The record's flushes wait on the disk with the interpreter's lock free: the page is made meanwhile.
-    flushing = threading.Event()
-    during: list[bool] = []
-    real_fsync, real_write = os.fsync, transcripts.write_transcript
-
-    def slow_fsync(fd: int) -> None:
-        flushing.set()
-        time.sleep(0.3)
-        real_fsync(fd)
-        flushing.clear()
-
-    def noting_write(trial_dir: Path, record: object) -> Path:
-        during.append(flushing.is_set())
-        return real_write(trial_dir, record)  # type: ignore[arg-type]
-
-    monkeypatch.setattr("scaffold.atomic.os.fsync", slow_fsync)
-    monkeypatch.setattr("scaffold.trial.write_transcript", noting_write)
-    monkeypatch.setattr("scaffold.background.WHEN_WAITING_S", 30.0)  # no start for want of a waiter
-    factory.task("t")
-    runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
-    result = runner.run(Case("t", "CONTROL", 1))
-    assert result.record.verdict == "passed"
-    assert during == [True]  # started while the record waited on the disk
-    assert (result.record_path.parent / TRANSCRIPT_FILE).is_file()  # and done by then, without a drain
-    assert read_record(result.record_path) == result.record
-    runner.close()

@@ -106,5 +106,17 @@ def test_a_file_replaced_by_a_link_after_the_listing_is_not_hashed_through_it(tm
 
     (tmp_path / "secret").write_text("outside\n")
     (tmp_path / "link").symlink_to(tmp_path / "secret")
-    assert _sha256(str(tmp_path / "link"), keep=True) == (None, None)
+    assert _sha256(str(tmp_path / "link"), keep=True) == (None, None, None)
     assert _sha256(str(tmp_path / "secret"), keep=True)[1] == b"outside\n"
+
+
+def test_read_and_write_text(tmp_path: Path) -> None:
+    files = HostFiles(tmp_path)
+    files.write_text("new/folder/a.txt", "é\n")  # its folders are made
+    files.write_text("new/folder/a.txt", "x")  # and it is replaced, not appended to
+    assert (tmp_path / "new" / "folder" / "a.txt").read_bytes() == b"x"
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff\n")
+    assert files.read_text("bad.txt") == "ok \ufffd\n"
+    assert files.read_text("missing.txt") is None
+    assert files.read_text("new") is None  # a folder
+    assert files.read_text("new/folder/a.txt/below") is None
