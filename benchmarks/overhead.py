@@ -326,14 +326,17 @@ def marginal(tasks: Path, root: Path, count: int, rounds: int, inspect: Inspect 
     if inspect is not None:
         tools.insert(1, ("Inspect AI, local sandbox", inspect.run))
     costs: dict[str, list[float]] = {label: [] for label, _ in tools}
+    cpu: dict[str, list[float]] = {label: [] for label, _ in tools}
     for r in range(1, rounds + 1):
         for label, run in tools:
-            one, many = run(100 + r, 1), run(200 + r, count)
+            (one, one_cpu), (many, many_cpu) = _timed(run, 100 + r, 1), _timed(run, 200 + r, count)
             costs[label].append((many - one) / (count - 1))
+            cpu[label].append((many_cpu - one_cpu) / (count - 1))
         print(
             "  round " + str(r) + ": " + "   ".join(f"{k} {v[-1] * 1000:.1f} ms" for k, v in costs.items()), flush=True
         )
     med = {label: statistics.median(values) * 1000 for label, values in costs.items()}
+    med_cpu = {label: statistics.median(values) * 1000 for label, values in cpu.items()}
     added = med["comet"] - med["bare bash"]
     print(
         f"marginal trial, whole runs of 1 and {count} trials (medians): "
@@ -341,6 +344,19 @@ def marginal(tasks: Path, root: Path, count: int, rounds: int, inspect: Inspect 
         + f"; comet adds {added:.1f} ms over bare (goal <= {ADDED_GOAL_MS:g} ms:"
         + f" {'PASS' if added <= ADDED_GOAL_MS else 'MISS'})"
     )
+    print(
+        "  its CPU (the process tree's, which load moves far less than wall time): "
+        + ", ".join(f"{label} {value:.1f} ms" for label, value in med_cpu.items())
+        + f"; comet adds {med_cpu['comet'] - med_cpu['bare bash']:.1f} ms"
+    )
+
+
+def _timed(run: Callable[[int, int], float], n: int, count: int) -> tuple[float, float]:
+    """The wall seconds *run* returns, and the CPU seconds of the processes it started and waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run(n, count)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
 def _file_system(path: Path) -> str:
