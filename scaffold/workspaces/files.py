@@ -196,7 +196,7 @@ def host_manifest(
             continue
     found.sort(key=lambda item: item[0])
     files: dict[str, FileState] = {}
-    room = KEEP_TOTAL if keep is not None else 0
+    room = KEEP_TOTAL
     for path, info in found[:limit]:
         full = os.path.join(top, path)  # noqa: PTH118
         if stat.S_ISLNK(info.st_mode):
@@ -206,7 +206,7 @@ def host_manifest(
                 continue
             files[path] = FileState(len(os.fsencode(target)), 0o777, None, link=target)
             continue
-        kept = info.st_size <= min(KEEP_LIMIT, room)
+        kept = keep is not None and info.st_size <= min(KEEP_LIMIT, room)
         digest, data, identity = _sha256(full, keep=kept)
         # Kept only when the file read is the file listed, as it was listed, also after the read: another
         # file put in its place, or a write meanwhile, changes its identity, and then read_files reads again.
