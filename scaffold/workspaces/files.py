@@ -10,7 +10,7 @@ import hashlib
 import os
 import shutil
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -113,7 +113,7 @@ class HostFiles:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
         try:
-            return b"".join(iter(lambda: os.read(fd, 1 << 20), b"")).decode("utf-8", errors="replace")
+            return b"".join(_blocks(fd)).decode("utf-8", errors="replace")
         except IsADirectoryError:
             return None
         finally:
@@ -232,7 +232,7 @@ def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None,
     try:
         digest = hashlib.sha256()
         chunks: list[bytes] = []
-        while block := os.read(fd, 1 << 20):
+        for block in _blocks(fd):
             digest.update(block)
             if keep:
                 chunks.append(block)
@@ -246,7 +246,22 @@ def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None,
 
 def _read(path: str) -> bytes | None:
     """The bytes of the regular file at *path*, a link not followed; None when it cannot be read."""
-    return _sha256(path, keep=True)[1]
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        return b"".join(_blocks(fd))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _blocks(fd: int) -> Iterator[bytes]:
+    """What is left to read of *fd*, a MiB at a time."""
+    while block := os.read(fd, 1 << 20):
+        yield block
 
 
 def _write(path: Path, data: bytes) -> None:
