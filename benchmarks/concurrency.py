@@ -26,10 +26,11 @@ The last lines are one per backend and ``-n``, in the form a script reads:
 
 Goal: ratio (wall / floor) at most 1.5 at every ``-n``, and ``-n 16`` never slower than ``-n 8``.
 
-The optional pytest plugins this environment has for the repository's own tests (langsmith's and
-hypothesis's, not installed by ``pip install comet-eval``) are blocked in the runs, as overhead.py's
-start-up does: each xdist worker loads every installed plugin, and these two double a worker's start
-(measured: 0.84 CPU s a worker without them, 1.64 s with). ``--as-installed`` keeps them.
+The optional pytest plugins this environment has for the repository's own tests (langsmith's, hypothesis's
+and anyio's, which comes with the tracing suites' httpx: none installed by ``pip install comet-eval``) are
+blocked in the runs, as overhead.py's start-up does: each xdist worker loads every installed plugin, and
+langsmith's and hypothesis's alone double a worker's start (measured: 0.84 CPU s a worker without them,
+1.64 s with). ``--as-installed`` keeps them.
 
     .venv/bin/python benchmarks/concurrency.py [--trials 32] [--latency 2] [--levels 1,4,8,16]
                                                [--backend local|docker|both] [--as-installed]

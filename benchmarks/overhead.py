@@ -199,17 +199,41 @@ def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
 STARTUP_GOAL = 1.0
 ADDED_GOAL_MS = 3.0
 """Wall milliseconds a local trial may add over the same commands run bare (issue 17's goal)."""
-# Installed here for the repository's own tests and tracing suites, not by `pip install comet-eval`: they
-# load in every pytest session of this environment (langsmith's alone costs about 0.8 s), ours or not.
-OPTIONAL_PLUGINS = ("langsmith_plugin", "hypothesispytest")
 
 
 def installed_optional_plugins() -> tuple[str, ...]:
-    """The OPTIONAL_PLUGINS installed in this environment (pytest11 entry points)."""
-    from importlib.metadata import entry_points
+    """The pytest plugins (pytest11 entry points) installed in this environment that ``pip install
+    comet-eval`` does not bring: their distribution is neither comet-eval nor one it requires, following
+    its requirements without extras. Here: the repository's own test tools and the tracing suites' SDKs
+    (langsmith's plugin alone costs about 0.8 s; anyio's, which comes with their httpx, 0.13 s), which load
+    in every pytest session of this environment, ours or not."""
+    from importlib.metadata import PackageNotFoundError, distribution, entry_points
 
-    present = {ep.name for ep in entry_points(group="pytest11")}
-    return tuple(name for name in OPTIONAL_PLUGINS if name in present)
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    needed: set[str] = set()
+    pending = ["comet-eval"]
+    while pending:
+        name = canonicalize_name(pending.pop())
+        if name in needed:
+            continue
+        needed.add(name)
+        try:
+            requires = distribution(name).requires or []
+        except PackageNotFoundError:
+            continue
+        for line in requires:
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                pending.append(req.name)
+    optional = {
+        ep.name for ep in entry_points(group="pytest11") if ep.dist and canonicalize_name(ep.dist.name) not in needed
+    }
+    return tuple(sorted(optional))
 
 
 def blocking_args(names: tuple[str, ...]) -> tuple[str, ...]:

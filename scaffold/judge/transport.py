@@ -8,6 +8,7 @@ anything else for an unreachable API, a timeout or an answer without text.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import tempfile
@@ -66,35 +67,74 @@ def ask(
 
 def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
     assert config.base_url and config.model  # the transport is http only with both
-    import httpx  # here: a session without an HTTP judge (most) never pays its import (~0.1 s)
-
     headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
     if config.auth_token:
         headers["authorization"] = f"Bearer {config.auth_token}"
     elif config.api_key:
         headers["x-api-key"] = config.api_key
     body = {"model": config.model, "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": prompt}]}
+    status, raw = _post(messages_url(config.base_url), json.dumps(body).encode("utf-8"), headers, config.timeout_s)
+    if not 200 <= status < 300:
+        raise JudgeFailure(f"HTTP {status} {raw[:400].decode('utf-8', errors='replace')[:200]}")
     try:
-        response = httpx.post(messages_url(config.base_url), json=body, headers=headers, timeout=config.timeout_s)
-    except httpx.TimeoutException:
-        raise JudgeFailure(f"timeout after {config.timeout_s:g} s") from None
-    except httpx.HTTPError as exc:
-        raise JudgeFailure(f"request failed: {type(exc).__name__}") from None
-    if response.status_code >= 400:
-        raise JudgeFailure(f"HTTP {response.status_code} {response.text[:200]}")
-    try:
-        data = response.json()
+        data = json.loads(raw)
     except ValueError:
         raise JudgeFailure("HTTP answer is not JSON") from None
     content = data.get("content") if isinstance(data, dict) else None
     text = "".join(str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    found = data.get("usage") if isinstance(data, dict) else None
+    usage = found if isinstance(found, dict) else {}
     return JudgeAnswer(
         text,
         input_tokens=_int(usage.get("input_tokens")),
         output_tokens=_int(usage.get("output_tokens")),
-        session_id=str(data["id"]) if data.get("id") else None,
+        session_id=str(data["id"]) if isinstance(data, dict) and data.get("id") else None,
     )
+
+
+def _post(url: str, data: bytes, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
+    """One POST: the status and the body, also of an answer that is not a success (its body says why). The
+    standard library's client rather than an HTTP package: this is the harness's only HTTP call, and a
+    package that pulls in an async stack (httpx brings anyio, whose pytest plugin every pytest process
+    then loads: 0.13 s of each start, measured) costs every session, judge or not. Proxies are taken from
+    the environment (``HTTPS_PROXY``, ``NO_PROXY``) and certificates from the system's store (or
+    ``SSL_CERT_FILE``); a redirect is not followed (a Messages endpoint does not redirect), it fails with
+    its status."""
+    import http.client  # here: a session without an HTTP judge (most) never pays these imports
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=data, headers=dict(headers), method="POST")
+    try:
+        # A new opener each time: its proxies are read from the environment as it is now.
+        with urllib.request.build_opener(_no_redirect()).open(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            try:
+                return exc.code, exc.read()
+            except (OSError, ValueError):
+                return exc.code, b""
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise JudgeFailure(f"timeout after {timeout:g} s") from None
+        reason = exc.reason if isinstance(exc.reason, BaseException) else exc
+        raise JudgeFailure(f"request failed: {type(reason).__name__}") from None
+    except TimeoutError:
+        raise JudgeFailure(f"timeout after {timeout:g} s") from None
+    except (OSError, ValueError, http.client.HTTPException) as exc:  # a connection cut mid-answer, a bad URL
+        raise JudgeFailure(f"request failed: {type(exc).__name__}") from None
+
+
+@functools.cache
+def _no_redirect() -> type:
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: object, **kwargs: object) -> None:
+            return None  # the 3xx answer then fails as an HTTP error with its status
+
+    return NoRedirect
 
 
 def _int(value: object) -> int | None:

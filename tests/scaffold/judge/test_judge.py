@@ -3,11 +3,16 @@ shows what environment the judge's process gets, failures, and a whole trial wit
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import socket
 import stat
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -78,6 +83,105 @@ def test_http_timeout_is_failed(tmp_path: Path) -> None:
         config = JudgeConfig("claude-code", "m", url, api_key="k", timeout_s=0.3)
         dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
     assert dims == () and info.status == "failed" and info.reason.startswith("timeout")
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """Answers by path, keeping what each request sent: /ok a Messages answer, /text a page that is not
+    JSON, /moved a redirect to /ok."""
+
+    seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        route = urlsplit(self.path).path  # a proxy is sent the whole URL
+        if route.startswith("/moved"):
+            self.send_response(302)
+            self.send_header("location", "/ok/v1/messages")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        reply = (
+            json.dumps({"id": "msg-1", "content": [{"type": "text", "text": ANSWER}], "usage": {"input_tokens": 7}})
+            if route.startswith("/ok")
+            else "<html>a proxy's page</html>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[str]:
+    _Recorder.seen = []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_sends_the_key_or_the_token_and_reads_the_answer(tmp_path: Path, recorder: str) -> None:
+    keyed = JudgeRun(JudgeConfig("claude-code", "m", recorder + "/ok", api_key="judge-key"), {})
+    dims, info = keyed.judge(_request(tmp_path))
+    assert info.status == "enabled_and_successful" and len(dims) == 3
+    assert (info.session_id, info.input_tokens, info.output_tokens) == ("msg-1", 7, None)
+    bearer = JudgeRun(JudgeConfig("claude-code", "m", recorder + "/ok/v1", auth_token="judge-token"), {})
+    assert bearer.judge(_request(tmp_path))[1].status == "enabled_and_successful"
+    (path1, headers1, body1), (path2, headers2, _) = _Recorder.seen
+    assert (path1, path2) == ("/ok/v1/messages", "/ok/v1/messages")
+    assert headers1["x-api-key"] == "judge-key" and "authorization" not in headers1
+    assert headers2["authorization"] == "Bearer judge-token" and "x-api-key" not in headers2
+    assert headers1["anthropic-version"] == "2023-06-01" and headers1["content-type"] == "application/json"
+    sent = json.loads(body1)
+    assert (
+        sent["model"] == "m" and sent["messages"][0]["role"] == "user" and "hello.py" in sent["messages"][0]["content"]
+    )
+
+
+def test_http_answer_that_is_not_json_is_failed(tmp_path: Path, recorder: str) -> None:
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", recorder + "/text", api_key="k"), {}).judge(
+        _request(tmp_path)
+    )
+    assert dims == () and info.status == "failed" and info.reason == "HTTP answer is not JSON"
+
+
+def test_http_redirect_is_not_followed(tmp_path: Path, recorder: str) -> None:
+    """A redirect is an answer of its own, not a second request (which would carry the key elsewhere)."""
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", recorder + "/moved", api_key="k"), {}).judge(
+        _request(tmp_path)
+    )
+    assert dims == () and info.status == "failed" and info.reason.startswith("HTTP 302")
+    assert [path for path, _, _ in _Recorder.seen] == ["/moved/v1/messages"]
+
+
+def test_http_goes_through_the_environments_proxy(
+    tmp_path: Path, recorder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As behind a corporate proxy: the request goes to HTTP_PROXY, naming the judge's URL."""
+    for name in ("NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", recorder)
+    config = JudgeConfig("claude-code", "m", "http://judge.invalid/ok", api_key="k")
+    dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
+    assert [path for path, _, _ in _Recorder.seen] == ["http://judge.invalid/ok/v1/messages"]
+    assert info.status == "enabled_and_successful" and len(dims) == 3
+
+
+def test_http_refused_connection_is_failed(tmp_path: Path) -> None:
+    with socket.socket() as placeholder:  # a port nobody listens on
+        placeholder.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{placeholder.getsockname()[1]}"
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", url, api_key="judge-key"), {}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason == "request failed: ConnectionRefusedError"
+    assert "judge-key" not in info.reason
 
 
 def test_missing_model_is_skipped_without_a_call(tmp_path: Path) -> None:
