@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from scaffold import __version__
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, builtin_spec
 from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.custom import load_adapters
@@ -67,7 +68,12 @@ def ask(
 
 def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
     assert config.base_url and config.model  # the transport is http only with both
-    headers = {"anthropic-version": "2023-06-01", "content-type": "application/json"}
+    # A user agent of our own: some gateways in front of an API turn away the standard library's default one.
+    headers = {
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+        "user-agent": f"comet-eval/{__version__}",
+    }
     if config.auth_token:
         headers["authorization"] = f"Bearer {config.auth_token}"
     elif config.api_key:

@@ -140,6 +140,7 @@ def test_http_sends_the_key_or_the_token_and_reads_the_answer(tmp_path: Path, re
     assert headers1["x-api-key"] == "judge-key" and "authorization" not in headers1
     assert headers2["authorization"] == "Bearer judge-token" and "x-api-key" not in headers2
     assert headers1["anthropic-version"] == "2023-06-01" and headers1["content-type"] == "application/json"
+    assert headers1["user-agent"].startswith("comet-eval/")
     sent = json.loads(body1)
     assert (
         sent["model"] == "m" and sent["messages"][0]["role"] == "user" and "hello.py" in sent["messages"][0]["content"]
