@@ -14,9 +14,11 @@ import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, cast
+
+import msgspec
 
 from scaffold.records import JudgeInfo, TrialRecord
 from scaffold.reports.comparable import Identities, mismatch
@@ -252,7 +254,7 @@ def _comparable(verdict: TreatmentVerdict, identities: Identities) -> TreatmentV
     if found is None:
         return verdict
     label = cast(Label, found.label)
-    return replace(
+    return msgspec.structs.replace(
         verdict,
         label=label,
         reason=f"{found.describe()}; the difference measured is not the treatment's effect, so no verdict is given",
