@@ -86,15 +86,16 @@ def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
         data = json.loads(raw)
     except ValueError:
         raise JudgeFailure("HTTP answer is not JSON") from None
-    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        data = {}  # JSON, but no Messages answer: no text, which the judge reports as unparseable
+    content = data.get("content")
     text = "".join(str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text")
-    found = data.get("usage") if isinstance(data, dict) else None
-    usage = found if isinstance(found, dict) else {}
+    usage = data["usage"] if isinstance(data.get("usage"), dict) else {}
     return JudgeAnswer(
         text,
         input_tokens=_int(usage.get("input_tokens")),
         output_tokens=_int(usage.get("output_tokens")),
-        session_id=str(data["id"]) if isinstance(data, dict) and data.get("id") else None,
+        session_id=str(data["id"]) if data.get("id") else None,
     )
 
 

@@ -87,7 +87,7 @@ def test_http_timeout_is_failed(tmp_path: Path) -> None:
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
     """Answers by path, keeping what each request sent: /ok a Messages answer, /text a page that is not
-    JSON, /moved a redirect to /ok."""
+    JSON, /list JSON that is no Messages answer, /moved a redirect to /ok."""
 
     seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
 
@@ -104,6 +104,8 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
         reply = (
             json.dumps({"id": "msg-1", "content": [{"type": "text", "text": ANSWER}], "usage": {"input_tokens": 7}})
             if route.startswith("/ok")
+            else "[]"
+            if route.startswith("/list")
             else "<html>a proxy's page</html>"
         ).encode()
         self.send_response(200)
@@ -152,6 +154,12 @@ def test_http_answer_that_is_not_json_is_failed(tmp_path: Path, recorder: str) -
         _request(tmp_path)
     )
     assert dims == () and info.status == "failed" and info.reason == "HTTP answer is not JSON"
+
+
+def test_http_json_that_is_no_messages_answer_is_failed(tmp_path: Path, recorder: str) -> None:
+    config = JudgeConfig("claude-code", "m", recorder + "/list", api_key="k")
+    dims, info = JudgeRun(config, {}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("unparseable answer")
 
 
 def test_http_redirect_is_not_followed(tmp_path: Path, recorder: str) -> None:
