@@ -6,6 +6,7 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     # standard library only (python -S), and scaffold.workspaces.base reaches pydantic and yaml.
     from scaffold.workspaces.base import FileState, WorkspaceManifest
 
-__all__ = ["HostFiles", "fresh_copy", "host_manifest", "remove_empty_parents"]
+__all__ = ["HostFiles", "copy_tree", "fresh_copy", "host_manifest", "remove_empty_parents"]
 
 
 KEEP_LIMIT: Final = 256 * 1024
@@ -30,6 +31,7 @@ KEEP_TOTAL: Final = 16 * 1024 * 1024
 """At most this many bytes are kept per manifest (the changes' snapshot reads no more: scaffold.changes)."""
 
 _READ_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+_WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 
 Identity = tuple[int, int, int, int]
 """A file's size, modification time, inode and change time: the bytes kept for it are its bytes while
@@ -68,15 +70,15 @@ class HostFiles:
             return self._inside_slow(rel, parts, root)
         current = root
         for part in parts:  # str paths: pathlib objects cost more than the system calls here
-            current = os.path.join(current, part)  # noqa: PTH118
-            if os.path.islink(current):  # noqa: PTH114
+            current = os.path.join(current, part)
+            if os.path.islink(current):
                 return self._inside_slow(rel, parts, root)
         return Path(current)
 
     def _inside_slow(self, rel: str, parts: list[str], root: str) -> Path:
         # Empty and "." components are dropped first: realpath mishandles "loop//x" after a symlink loop.
         clean = ("/" if rel.startswith("/") else "") + "/".join(parts)
-        target = os.path.realpath(os.path.join(root, clean))  # noqa: PTH118
+        target = os.path.realpath(os.path.join(root, clean))
         if target != root and not target.startswith(root + os.sep):
             raise WorkspaceError(f"{rel!r} points outside the workspace {self._path}")
         return Path(target)
@@ -85,7 +87,7 @@ class HostFiles:
         target = self._inside(dest)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
-            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+            copy_tree(source, target)
         else:
             shutil.copy2(source, target)
 
@@ -181,7 +183,7 @@ def host_manifest(
     while pending:
         rel = pending.pop()
         try:
-            with os.scandir(os.path.join(top, rel) if rel else top) as entries:  # noqa: PTH118
+            with os.scandir(os.path.join(top, rel) if rel else top) as entries:
                 for entry in entries:
                     path = f"{rel}/{entry.name}" if rel else entry.name
                     if path in skip or "\n" in entry.name:
@@ -198,7 +200,7 @@ def host_manifest(
     files: dict[str, FileState] = {}
     room = KEEP_TOTAL
     for path, info in found[:limit]:
-        full = os.path.join(top, path)  # noqa: PTH118
+        full = os.path.join(top, path)
         if stat.S_ISLNK(info.st_mode):
             try:
                 target = os.readlink(full)
@@ -280,9 +282,107 @@ def fresh_copy(source: Path, path: Path) -> None:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
-        shutil.copytree(source, path, symlinks=True, dirs_exist_ok=True)
+        copy_tree(source, path)
     except OSError as exc:
         raise WorkspaceError(f"cannot create the workspace {path}: {exc}") from exc
+
+
+def copy_tree(source: Path, dest: Path) -> None:
+    """Copy the folder *source* into *dest*, made when missing and merged into when not: every file's bytes,
+    mode and times, links as links, each folder's mode and times once its content is in.
+
+    What ``shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)`` does, at about a third of
+    its cost (one ``scandir`` walk on str paths, the bytes moved by ``sendfile``; 69 against 230 µs for a
+    six-file task here), which every trial pays for its workspace and its validation scripts. Two
+    differences, both on purpose: extended attributes are not copied (a task's files carry none that a
+    trial needs, and reading them is two system calls a file), and a link already in *dest* where a file
+    or folder is to go is replaced, never written through (an agent's link cannot send the harness's
+    files out of its workspace). Raises OSError at the first file that cannot be copied; a special file
+    (a FIFO, a socket) is one.
+    """
+    folders: list[tuple[str, os.stat_result]] = []
+    pending = [(str(source), str(dest), os.stat(source))]
+    while pending:
+        src, dst, info = pending.pop()
+        _make_folder(dst)
+        folders.append((dst, info))
+        with os.scandir(src) as entries:
+            for entry in entries:
+                to = f"{dst}/{entry.name}"
+                found = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(found.st_mode):
+                    pending.append((entry.path, to, found))
+                elif stat.S_ISLNK(found.st_mode):
+                    _replace_with_link(os.readlink(entry.path), to)
+                    os.utime(to, ns=(found.st_atime_ns, found.st_mtime_ns), follow_symlinks=False)
+                elif stat.S_ISREG(found.st_mode):
+                    _copy_file(entry.path, to, found)
+                else:
+                    raise OSError(f"{entry.path} is not a regular file, folder or link: not copied")
+    # Deepest first (the reverse of the order made): a folder's times are set after its content is in, and
+    # a read-only folder's mode only once nothing more is written into it.
+    for path, info in reversed(folders):
+        os.chmod(path, stat.S_IMODE(info.st_mode))
+        os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _make_folder(path: str) -> None:
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return  # merged into
+        os.unlink(path)  # a file or a link in the way
+        os.mkdir(path)
+
+
+def _replace_with_link(target: str, path: str) -> None:
+    try:
+        os.symlink(target, path)
+    except FileExistsError:
+        _remove_entry(path)
+        os.symlink(target, path)
+
+
+def _remove_entry(path: str) -> None:
+    if stat.S_ISDIR(os.lstat(path).st_mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def _copy_file(source: str, dest: str, info: os.stat_result) -> None:
+    src = os.open(source, _READ_FLAGS)
+    try:
+        try:
+            out = os.open(dest, _WRITE_FLAGS, 0o600)
+        except OSError:  # a link (O_NOFOLLOW) or a folder in the way: replaced, not written through
+            if not os.path.lexists(dest):
+                raise
+            _remove_entry(dest)
+            out = os.open(dest, _WRITE_FLAGS, 0o600)
+        try:
+            _move_bytes(src, out)
+            os.chmod(out, stat.S_IMODE(info.st_mode))
+            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+        finally:
+            os.close(out)
+    finally:
+        os.close(src)
+
+
+def _move_bytes(src: int, out: int) -> None:
+    """Everything left to read of *src*, written to *out*: in the kernel when it can, else through here."""
+    try:
+        while os.sendfile(out, src, None, 1 << 30):
+            pass
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+        for block in _blocks(src):
+            view = memoryview(block)
+            while view:
+                view = view[os.write(out, view) :]
 
 
 def remove_empty_parents(path: Path, stop: Path) -> None:

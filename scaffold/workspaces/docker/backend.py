@@ -91,7 +91,7 @@ from scaffold.workspaces.docker.standby import (
 )
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.engines import Engine, default_engine
-from scaffold.workspaces.files import fresh_copy, remove_empty_parents
+from scaffold.workspaces.files import copy_tree, fresh_copy, remove_empty_parents
 from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
 
@@ -665,7 +665,7 @@ class DockerBackend:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 spare.host_path.rename(path)
                 self._owned.release(spare.host_path)
-                shutil.copytree(task.environment_dir, path, symlinks=True, dirs_exist_ok=True)
+                copy_tree(task.environment_dir, path)
                 workspace.control, spare.control = spare.control, None
             self._attach(workspace, standby.created, "agent")
         except BaseException as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.files import HostFiles
+from scaffold.workspaces.files import HostFiles, copy_tree
 
 COMPONENTS = ["a", "b", "..", ".", "", "in_link", "out_link", "missing"]
 
@@ -120,3 +121,121 @@ def test_read_and_write_text(tmp_path: Path) -> None:
     assert files.read_text("missing.txt") is None
     assert files.read_text("new") is None  # a folder
     assert files.read_text("new/folder/a.txt/below") is None
+
+
+# --- copy_tree: what shutil.copytree(symlinks=True, dirs_exist_ok=True) gives, links in the way replaced ---
+
+NAMES = st.sampled_from(["a", "b", "c.py", "été", "run.sh", ".hidden"])
+KINDS = st.sampled_from(["file", "exec", "readonly", "empty", "big", "dir", "readonly-dir", "link", "dangling"])
+
+
+def snapshot(root: Path) -> dict[str, tuple[object, ...]]:
+    """Every entry below *root* (and root itself): its kind, mode, modification time, bytes or link target."""
+    out: dict[str, tuple[object, ...]] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in ["", *dirs, *files]:
+            path = Path(folder, name) if name else Path(folder)
+            rel = path.relative_to(root).as_posix()
+            if rel in out:
+                continue
+            info = path.lstat()
+            if path.is_symlink():
+                out[rel] = ("link", os.readlink(path), info.st_mtime_ns)
+            elif path.is_dir():
+                out[rel] = ("dir", oct(info.st_mode & 0o7777), info.st_mtime_ns)
+            else:
+                out[rel] = ("file", oct(info.st_mode & 0o7777), info.st_mtime_ns, path.read_bytes())
+    return out
+
+
+def build(root: Path, entries: list[tuple[list[str], str]]) -> None:
+    """A tree from (path components, kind) pairs; read-only folders get their mode last."""
+    root.mkdir()
+    readonly: list[Path] = []
+    for parts, kind in entries:
+        path = root.joinpath(*parts)
+        if path.parent != root and not path.parent.is_dir():
+            continue  # its parent is a file or a link: this entry cannot exist
+        if os.path.lexists(path):
+            continue
+        if kind in ("dir", "readonly-dir"):
+            path.mkdir()
+            (path / "inside.txt").write_text(f"in {path.name}\n")
+            if kind == "readonly-dir":
+                readonly.append(path)
+        elif kind == "link":
+            path.symlink_to("inside.txt" if len(parts) > 1 else "a")
+        elif kind == "dangling":
+            path.symlink_to("nowhere/at/all")
+        else:
+            data = {"empty": b"", "big": os.urandom(3 << 20)}.get(kind, f"{parts}\n".encode())
+            path.write_bytes(data)
+            path.chmod({"exec": 0o755, "readonly": 0o444}.get(kind, 0o640))
+        os.utime(path, ns=(1_600_000_000_123_456_789, 1_600_000_000_987_654_321), follow_symlinks=False)
+    for folder in reversed(readonly):
+        folder.chmod(0o555)
+        os.utime(folder, ns=(1_500_000_000_000_000_001, 1_500_000_000_000_000_002))
+
+
+def writable(root: Path) -> None:
+    for folder, _, _ in os.walk(root):
+        Path(folder).chmod(0o755)
+
+
+@settings(max_examples=40, deadline=None)
+@given(entries=st.lists(st.tuples(st.lists(NAMES, min_size=1, max_size=3), KINDS), max_size=12))
+def test_copy_tree_gives_what_shutil_copytree_gives(
+    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[list[str], str]]
+) -> None:
+    base = tmp_path_factory.mktemp("copy")
+    build(base / "source", entries)
+    shutil.copytree(base / "source", base / "theirs", symlinks=True, dirs_exist_ok=True)
+    (base / "mine").mkdir()
+    copy_tree(base / "source", base / "mine")
+    try:
+        assert snapshot(base / "mine") == snapshot(base / "theirs")
+    finally:
+        for folder in ("source", "theirs", "mine"):
+            writable(base / folder)
+
+
+def test_copy_tree_merges_into_a_folder_and_overwrites_its_files(tmp_path: Path) -> None:
+    source, dest = tmp_path / "source", tmp_path / "dest"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "f.txt").write_text("new\n")
+    (dest / "sub").mkdir(parents=True)
+    (dest / "sub" / "f.txt").write_text("old, and longer than the new one\n")
+    (dest / "sub" / "kept.txt").write_text("kept\n")
+    copy_tree(source, dest)
+    assert (dest / "sub" / "f.txt").read_text() == "new\n"
+    assert (dest / "sub" / "kept.txt").read_text() == "kept\n"
+
+
+def test_copy_tree_replaces_links_in_the_way_instead_of_writing_through_them(tmp_path: Path) -> None:
+    source, dest, outside = tmp_path / "source", tmp_path / "dest", tmp_path / "outside"
+    (source / "scripts").mkdir(parents=True)
+    (source / "check.py").write_text("print('harness')\n")
+    (source / "scripts" / "run.sh").write_text("echo harness\n")
+    (source / "link").symlink_to("check.py")
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside\n")
+    (outside / "run.sh").write_text("outside\n")
+    dest.mkdir()
+    (dest / "check.py").symlink_to(outside / "secret.txt")  # an agent's planted links
+    (dest / "scripts").symlink_to(outside)
+    (dest / "link").mkdir()  # a folder where a link goes
+    (dest / "link" / "x").write_text("x\n")
+    copy_tree(source, dest)
+    assert (outside / "secret.txt").read_text() == "outside\n"
+    assert (outside / "run.sh").read_text() == "outside\n"
+    assert not (dest / "check.py").is_symlink() and (dest / "check.py").read_text() == "print('harness')\n"
+    assert not (dest / "scripts").is_symlink() and (dest / "scripts" / "run.sh").read_text() == "echo harness\n"
+    assert os.readlink(dest / "link") == "check.py"
+
+
+def test_copy_tree_refuses_a_special_file(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.mkdir()
+    os.mkfifo(source / "pipe")
+    with pytest.raises(OSError, match="not a regular file"):
+        copy_tree(source, tmp_path / "dest")
