@@ -9,7 +9,8 @@ with the freeze below.
 
 - ``paused()``: no automatic pass while the harness loads. What an import creates stays alive anyway.
 - ``freeze()``: once the trials are collected, what exists then is left out of later passes. What the
-  trials create is collected as usual.
+  trials create is collected as usual. ``--collect-only`` freezes too: its process ends with pytest's
+  five passes, which over 10,000 items took 0.24 s (benchmarks/collection.py).
 - ``thaw()``: at the session's end, gives the frozen objects back. This matters where pytest runs nested
   in a longer process (pytester's in-process runs), whose garbage would otherwise stay.
 """

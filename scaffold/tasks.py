@@ -401,14 +401,17 @@ def _check_files(folder: Path, toml_path: Path, spec: TaskSpec | None, *, requir
         )
     if not (folder / "environment").is_dir():
         problems.append(Problem(folder / "environment", "missing: the folder of the workspace's starting files"))
-    problems.extend(_symlinks_outside(folder))
+    links = _links(folder)
+    problems.extend(_symlinks_outside(folder, links))
     if spec is None:
         return problems
 
-    problems.extend(_relative_path(toml_path, "[environment] dockerfile", spec.environment.dockerfile, folder, folder))
+    # Without a link in the folder, no path below it can resolve outside it: nothing to resolve then.
+    root = folder.resolve() if links else None
+    problems.extend(_relative_path(toml_path, "[environment] dockerfile", spec.environment.dockerfile, folder, root))
     for i, script in enumerate(spec.validation.test_scripts):
         problems.extend(
-            _relative_path(toml_path, f"[validation] test_scripts[{i}]", script, folder / "validation", folder)
+            _relative_path(toml_path, f"[validation] test_scripts[{i}]", script, folder / "validation", root)
         )
     for key, globs in (
         ("[validation] target_artifacts", spec.validation.target_artifacts),
@@ -444,8 +447,9 @@ def _is_absolute(value: str) -> bool:
     return value.startswith(("/", "\\", "~")) or bool(re.match(r"^[A-Za-z]:", value))
 
 
-def _relative_path(file: Path, key: str, value: str, base: Path, root: Path) -> list[Problem]:
-    """A path inside the task folder, relative to *base*, that must exist and must not escape *root*."""
+def _relative_path(file: Path, key: str, value: str, base: Path, root: Path | None) -> list[Problem]:
+    """A path inside the task folder, relative to *base*, that must exist and must not escape *root* (the
+    task folder, resolved; None when the folder holds no link, so that nothing below it can escape)."""
     if _is_absolute(value):
         return [Problem(file, f"must be a path relative to {base.name}/, not absolute", key, value)]
     if ".." in PurePosixPath(value).parts:
@@ -457,7 +461,7 @@ def _relative_path(file: Path, key: str, value: str, base: Path, root: Path) -> 
         return [Problem(file, f"not a usable path: {exc.strerror}", key, value)]
     if not is_file:
         return [Problem(file, f"no such file: {target}", key, value)]
-    if not target.resolve().is_relative_to(root.resolve()):
+    if root is not None and not target.resolve().is_relative_to(root):
         return [Problem(file, "resolves outside the task folder", key, value)]
     return []
 
@@ -472,23 +476,40 @@ def _workspace_glob(file: Path, key: str, pattern: str) -> list[Problem]:
     return []
 
 
-def _symlinks_outside(folder: Path) -> list[Problem]:
+def _symlinks_outside(folder: Path, links: list[str] | None = None) -> list[Problem]:
+    """A problem for each link below *folder* (:func:`_links`, when not given) that cannot be resolved or
+    resolves outside it."""
+    links = _links(folder) if links is None else links
+    if not links:
+        return []
     root = folder.resolve()
     problems: list[Problem] = []
-    for dirpath, dirnames, filenames in os.walk(folder):
-        base = Path(dirpath)
-        for name in sorted([*dirnames, *filenames]):
-            path = base / name
-            if path.is_symlink():
-                target = os.readlink(path)
-                try:
-                    resolved = path.resolve()
-                except (OSError, RuntimeError):  # a symlink loop
-                    problems.append(Problem(path, "symlink cannot be resolved (a loop?)", value=target))
-                    continue
-                if not resolved.is_relative_to(root):
-                    problems.append(Problem(path, "symlink points outside the task folder", value=target))
+    for link in links:
+        path = Path(link)
+        target = os.readlink(path)
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop
+            problems.append(Problem(path, "symlink cannot be resolved (a loop?)", value=target))
+            continue
+        if not resolved.is_relative_to(root):
+            problems.append(Problem(path, "symlink points outside the task folder", value=target))
     return problems
+
+
+def _links(folder: Path | str) -> list[str]:
+    """Every symbolic link below *folder*: each folder's in name order, folders top-down as os.walk visits
+    them. One ``scandir`` a folder and no call a file: a catalog checks every file of every task."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:  # unreadable or gone: nothing of it can be checked (os.walk skips it the same way)
+        return []
+    found = [e.path for e in entries if e.is_symlink()]
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            found.extend(_links(entry.path))
+    return found
 
 
 def load_catalog(dirs: Sequence[Path], *, require_solution: Collection[Path] = ()) -> TaskCatalog:

@@ -74,7 +74,15 @@ def test_other_sessions_are_left_alone(pytester: pytest.Pytester) -> None:
     pytester.runpytest_inprocess("-q").assert_outcomes(passed=1)
 
 
-def test_collect_only_freezes_nothing(pytester: pytest.Pytester, probed: Path) -> None:
+def test_collect_only_freezes_the_collection_until_its_end(pytester: pytest.Pytester, probed: Path) -> None:
+    # pytest's end-of-session collector passes run in its clean-ups, before the plugin's (last in, first
+    # out): this conftest's clean-up, registered after the plugin's, sees what those passes see.
+    pytester.makeconftest(
+        "import gc\nfrom pathlib import Path\n\n"
+        "def pytest_configure(config):\n"
+        "    config.add_cleanup(lambda: Path('frozen.txt').write_text(str(gc.get_freeze_count())))\n"
+    )
     result = pytester.runpytest_inprocess("--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
-    assert gc.get_freeze_count() == 0
+    assert int((pytester.path / "frozen.txt").read_text()) > 1000
+    assert gc.get_freeze_count() == 0  # given back once the session ended
