@@ -144,16 +144,16 @@ class Budget:
         self.left -= PRE_COST
         shown = max(0, min(len(value), head))
         shown_head = escape(value[:shown])
-        cost = len(_bytes(shown_head))
+        cost = _utf8_len(shown_head)
         while cost > max(self.left, 0) and shown > 0:
             # Shrink in proportion (escaping and UTF-8 make a character 1 to 6 bytes), then by a tenth.
             shown = max(0, min(shown - max(1, shown // 10), shown * max(self.left, 0) // cost))
             shown_head = escape(value[:shown])
-            cost = len(_bytes(shown_head))
+            cost = _utf8_len(shown_head)
         clip = Clip(self._charge(shown_head), file=file, size=size)
         if len(value) > head and shown == head:
             body = escape(value[:full])
-            if len(_bytes(body)) + DETAILS_COST <= self.left:
+            if _utf8_len(body) + DETAILS_COST <= self.left:
                 clip.full = self._charge(body)
                 self.left -= DETAILS_COST
                 shown = min(len(value), full)
@@ -172,7 +172,7 @@ class Budget:
         self.skipped += part.skipped
 
     def _charge(self, shown: Markup) -> Markup:
-        self.left -= len(_bytes(shown))
+        self.left -= _utf8_len(shown)
         return shown
 
 
@@ -194,8 +194,9 @@ def clip_html(c: Clip, cls: str = "") -> Markup:
     return Markup(out)  # every part above is escaped, or a Markup that Budget made
 
 
-def _bytes(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
+def _utf8_len(text: str) -> int:
+    """The bytes of *text* as UTF-8; an ASCII text (most of a page) is not encoded to count them."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass(slots=True)
@@ -216,7 +217,7 @@ def render_transcript(folder: TrialFolder) -> str:
     while True:
         page = _render(folder, _Budgets.scaled(scale))
         # The budgets already keep the page under the limit; this guards the fixed markup's estimate.
-        if len(_bytes(page)) <= PAGE_LIMIT or scale < 0.1:
+        if _utf8_len(page) <= PAGE_LIMIT or scale < 0.1:
             return page
         scale /= 2
 
@@ -428,7 +429,7 @@ def _event(event: Event, file: str, budget: Budget) -> dict[str, Any] | None:
         command = None if call.command is None else budget.clip(call.command, file, head=min(1_000, budget.left // 3))
         tool_input = budget.clip(call.input, file, head=min(1_000, budget.left // 3)) if command is None else None
         name = budget.short(call.name)
-        budget.left -= len(_bytes(name))  # shown twice: as the tool's name and in data-tool
+        budget.left -= _utf8_len(name)  # shown twice: as the tool's name and in data-tool
         shown["call"] = {
             "name": name,
             "id": budget.short(call.id, 80),
@@ -503,7 +504,7 @@ def _diff(diff: str, budget: Budget) -> dict[str, Any]:
     shown = []
     for line in lines:
         text = escape(line[:2_000])
-        cost = len(_bytes(text)) + LINE_COST
+        cost = _utf8_len(text) + LINE_COST
         if cost > budget.left:
             break
         budget.left -= cost
