@@ -31,8 +31,9 @@ FILE_MODE: Final = 0o644
 
 def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE, durable: bool = True) -> Path:
     """Write *text* (a string, or its pieces in order) as UTF-8 to *path* atomically; returns *path*."""
-    pieces = [text] if isinstance(text, str) else text
-    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in pieces), mode=mode, durable=durable)
+    if isinstance(text, str):  # one write of its bytes: no buffered file object (five system calls fewer)
+        return write_bytes_atomic(path, text.encode("utf-8"), mode=mode, durable=durable)
+    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in text), mode=mode, durable=durable)
 
 
 def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE, durable: bool = True) -> Path:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from scaffold.background import waiting_on_command
+from scaffold.background import run_pending, waiting_on_command
 from scaffold.process_output import ProcessResult
 
 __all__ = ["TERM_GRACE_S", "run_process"]
@@ -83,8 +83,12 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     if pidfd is None:
         return _wait_with_timer(proc, timeout)
     try:
+        # Work put aside (a transcript, a removal) is done here while the command runs on another core.
+        # The timeout counts from the command's start: a long job cannot stretch it.
+        started = time.monotonic()
+        run_pending(lambda: _readable(pidfd, 0))
         with waiting_on_command():  # the interpreter's lock is free meanwhile: background jobs run now
-            exited = _readable(pidfd, timeout)
+            exited = _readable(pidfd, max(0.0, timeout - (time.monotonic() - started)))
         if exited:
             proc.wait()
             return False
@@ -127,6 +131,7 @@ def _wait_with_timer(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     timer.daemon = True
     timer.start()
     try:
+        run_pending(lambda: proc.poll() is not None)
         proc.wait()
     finally:
         exited.set()

@@ -44,7 +44,7 @@ from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRe
 from scaffold.reports.transcripts import write_transcript
 from scaffold.rubrics import Dimension, RubricInput
 from scaffold.start_gate import StartGate
-from scaffold.tasks import Task, TaskCatalog
+from scaffold.tasks import Task, TaskCatalog, render_instruction
 from scaffold.trajectory import Trajectory
 from scaffold.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog, task_treatment
 from scaffold.validation.harbor import uv_shim_needed, verify
@@ -125,6 +125,10 @@ class Runner:
     """The case this runner runs after the current one (pytest's next item; None from it: none follows),
     told to the backend before each workspace is made (``Backend.expect``); None: not known."""
     _hashes: dict[Path, str] = field(default_factory=dict)
+    # Each task's instruction.md as first read: the same text as the content hash in its records (an edit
+    # during the session changes neither), read once instead of once a trial.
+    _instructions: dict[Path, str] = field(default_factory=dict)
+    _configs: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
     _prepared: set[tuple[str, bool]] = field(default_factory=set)
     # Two trials of one runner may be in flight at once (pytest_comet.ahead): the backend's calls and the
     # caches are taken one thread at a time; the workspaces themselves are each trial's own.
@@ -199,14 +203,23 @@ class Runner:
             ),
         }
 
+    def _configured(self, case: Case) -> tuple[dict[str, Any], str]:
+        """The case's configuration and its hash, worked out once per task and treatment: nothing in it
+        changes during the runner's life (content hashes are taken once too), and the trial is not in it."""
+        key = (case.task, case.treatment)
+        found = self._configs.get(key)
+        if found is None:
+            config = self.config_for(case)
+            found = self._configs[key] = (config, hash_json(config))
+        return found
+
     def run(self, case: Case) -> TrialResult:
         """Run *case*, or return its existing record when the experiment already has one.
 
         Configuration errors (unknown profile) raise before anything is created; failures after the
         workspace exists are recorded with verdict ``error`` so ``--rerun-errors`` can retry them.
         """
-        config = self.config_for(case)
-        config_hash = hash_json(config)
+        config, config_hash = self._configured(case)
         record_path = self.experiment.record_path(case)
         if record_path.exists():
             existing = read_record(record_path)
@@ -279,6 +292,13 @@ class Runner:
             task = dataclasses.replace(task, without_skills=True)
         return task, treatment
 
+    def _instruction_text(self, task: Task) -> str:
+        path = task.instruction_path
+        text = self._instructions.get(path)
+        if text is None:
+            text = self._instructions[path] = path.read_text(encoding="utf-8")
+        return text
+
     def _hash(self, path: Path, *, skip: frozenset[str] = frozenset()) -> str:
         with self._lock:
             if path not in self._hashes:
@@ -318,7 +338,8 @@ class Runner:
 
             mark = time.monotonic()
             run_id = f"{self.experiment.id}-{case.id}"
-            prompt = _instruction(task, treatment, case, workspace.root, run_id, trial_dir)
+            text = self._instruction_text(task)
+            prompt = _instruction(text, task, treatment, case, workspace.root, run_id, trial_dir)
             request = AgentRequest(
                 task, treatment, prompt, task.spec.environment.timeout_sec, trial_dir, self.settings.model
             )
@@ -501,16 +522,20 @@ class Runner:
                 workspace.write_text(*settings)
 
 
-def _instruction(task: Task, treatment: Treatment, case: Case, root: str, run_id: str, trial_dir: Path) -> str:
-    """The prompt the agent is given, rendered for this trial and kept in its folder for the transcript."""
-    prompt = task.instruction(
+def _instruction(
+    text: str, task: Task, treatment: Treatment, case: Case, root: str, run_id: str, trial_dir: Path
+) -> str:
+    """The prompt the agent is given (*text*, the task's instruction.md), rendered for this trial and kept
+    in its folder for the transcript."""
+    prompt = render_instruction(
+        text,
         {
             "run_id": run_id,
             "task_name": task.name,
             "treatment": treatment.name,
             "trial": str(case.trial),
             "workspace": root,
-        }
+        },
     )
     write_text_atomic(trial_dir / INSTRUCTION_FILE, prompt, durable=False)  # a view for the transcript
     return prompt

@@ -6,6 +6,7 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     # standard library only (python -S), and scaffold.workspaces.base reaches pydantic and yaml.
     from scaffold.workspaces.base import FileState, WorkspaceManifest
 
-__all__ = ["HostFiles", "copy_tree", "fresh_copy", "host_manifest", "remove_empty_parents"]
+__all__ = ["HostFiles", "copy_tree", "fresh_copy", "host_manifest", "removal_steps", "remove_empty_parents"]
 
 
 KEEP_LIMIT: Final = 256 * 1024
@@ -54,6 +55,13 @@ class HostFiles:
     def host_path(self) -> Path:
         return self._path
 
+    @property
+    def real_root(self) -> str:
+        """The folder's real path (no link in it), worked out once."""
+        if self._resolved is None:
+            self._resolved = os.path.realpath(self._path)
+        return self._resolved
+
     def _inside(self, rel: str) -> Path:
         """*rel* as a path inside the workspace; a path that leaves it (``..``, absolute, a symlink
         pointing out) is a WorkspaceError.
@@ -62,9 +70,7 @@ class HostFiles:
         instead of resolving the whole absolute path: this runs several times per trial and a full
         ``resolve()`` costs a system call per component of the root's path as well.
         """
-        if self._resolved is None:
-            self._resolved = os.path.realpath(self._path)
-        root = self._resolved
+        root = self.real_root
         parts = [p for p in rel.split("/") if p not in ("", ".")]
         if rel.startswith("/") or ".." in parts:
             return self._inside_slow(rel, parts, root)
@@ -362,7 +368,7 @@ def _copy_file(source: str, dest: str, info: os.stat_result) -> None:
             _remove_entry(dest)
             out = os.open(dest, _WRITE_FLAGS, 0o600)
         try:
-            _move_bytes(src, out)
+            _move_bytes(src, out, info.st_size)
             os.chmod(out, stat.S_IMODE(info.st_mode))
             os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
         finally:
@@ -371,11 +377,17 @@ def _copy_file(source: str, dest: str, info: os.stat_result) -> None:
         os.close(src)
 
 
-def _move_bytes(src: int, out: int) -> None:
-    """Everything left to read of *src*, written to *out*: in the kernel when it can, else through here."""
+def _move_bytes(src: int, out: int, size: int) -> None:
+    """Everything left to read of *src*, written to *out*: in the kernel when it can, else through here.
+    Once the *size* its stat gave has gone, no further call looks for more (a copy's last system call
+    but one, every file): a file that grows meanwhile is copied as it was when listed."""
     try:
-        while os.sendfile(out, src, None, 1 << 30):
-            pass
+        sent = 0
+        while sent < size or not size:
+            moved = os.sendfile(out, src, None, 1 << 30)
+            if not moved:
+                break
+            sent += moved
     except OSError as exc:
         if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise
@@ -383,6 +395,60 @@ def _move_bytes(src: int, out: int) -> None:
             view = memoryview(block)
             while view:
                 view = view[os.write(out, view) :]
+
+
+REMOVAL_STEP: Final = 256
+"""Entries a step of :func:`removal_steps` removes: about a millisecond of work."""
+
+_FOLDER_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def removal_steps(path: Path, step: int = REMOVAL_STEP) -> Iterator[None]:
+    """Remove the folder *path* and all in it, as a generator: each ``next`` removes up to *step* entries,
+    so whoever runs it can stop between two (scaffold.background). Every entry is removed through its open
+    folder, as ``shutil.rmtree``'s safe walk does: a link is removed, never followed, also one put where a
+    folder was. As ``rmtree(ignore_errors=True)``, what cannot be removed is left, silently; a *path* that
+    is a file or a link is removed."""
+    try:
+        top = os.open(path, _FOLDER_FLAGS)
+    except FileNotFoundError:
+        return
+    except OSError:  # not a folder (a link, a file)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return
+    left = [step]
+    try:
+        yield from _empty(top, left, step)
+    finally:
+        os.close(top)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _empty(folder: int, left: list[int], step: int) -> Iterator[None]:
+    with os.scandir(folder) as found:
+        entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
+    for name, is_folder in entries:
+        if is_folder:
+            try:
+                inner = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+            except OSError:  # replaced by a link or gone since listed: unlinked below, or nothing to do
+                inner = None
+            if inner is not None:
+                try:
+                    yield from _empty(inner, left, step)
+                finally:
+                    os.close(inner)
+                with contextlib.suppress(OSError):
+                    os.rmdir(name, dir_fd=folder)
+                continue
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=folder)
+        left[0] -= 1
+        if left[0] <= 0:
+            left[0] = step
+            yield
 
 
 def remove_empty_parents(path: Path, stop: Path) -> None:

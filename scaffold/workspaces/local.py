@@ -31,7 +31,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from scaffold.background import Background
@@ -40,7 +40,7 @@ from scaffold.process_output import ProcessResult
 from scaffold.procs import run_process
 from scaffold.tasks import Task
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
-from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
+from scaffold.workspaces.files import HostFiles, fresh_copy, removal_steps, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
 from scaffold.workspaces.node_launch import local_command
@@ -83,8 +83,10 @@ class LocalWorkspace(HostFiles):
         shim: str | None = None,
         network: IsolatedNetwork | None = None,
         resolved: str | None = None,
+        real_paths: dict[Path, str] | None = None,
     ) -> None:
         super().__init__(path, resolved=resolved)
+        self._real_paths = {} if real_paths is None else real_paths  # the backend's, shared by its workspaces
         self._shim = shim
         self._network = network
         self._since = last_pid()  # processes started after this one may be the agent's
@@ -108,7 +110,12 @@ class LocalWorkspace(HostFiles):
         return None  # the same machine: a loopback endpoint is reached as it is
 
     def host_visible(self, path: Path) -> str | None:
-        return str(path.resolve())
+        # A task's folders are resolved once a session (a system call per component each time, else): the
+        # catalog, and the content hashes in every record, are of the folders as the session found them.
+        real = self._real_paths.get(path)
+        if real is None:
+            real = self._real_paths[path] = str(path.resolve())
+        return real
 
     def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
         return super().manifest([*exclude, TMP_DIR], limit)
@@ -122,7 +129,7 @@ class LocalWorkspace(HostFiles):
 
     def end_processes(self) -> None:
         """SIGKILL every process the workspace's commands left (scaffold.workspaces.processes)."""
-        end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since)
+        end_marked(f"{MARKER}={self._path}", folder=str(self._path), since=self._since, real=self.real_root)
 
     def exec(
         self,
@@ -158,10 +165,10 @@ class LocalBackend:
         # Folders above the workspaces (one per experiment): emptied folders are removed at close,
         # not after every trial, where the next trial would only create the same folder again.
         self._parents: set[Path] = set()
-        self._resolved: dict[Path, str] = {}  # a folder of workspaces -> its real path
+        self._resolved: dict[Path, str] = {}  # a folder of workspaces, or a task's folder -> its real path
         # Removing a finished trial's folder (~0.9 ms for a small workspace) goes on while the next trial
         # runs. Folders still being removed are known, so a trial of the same key waits for its removal.
-        self._removals = Background("comet-local-removal")
+        self._removals = Background("comet-local-removal", when_waiting=True)
         self._removing: set[Path] = set()
 
     def start_slots(self) -> tuple[str, int]:
@@ -187,7 +194,9 @@ class LocalBackend:
         if parent is None:
             parent = self._resolved[path.parent] = os.path.realpath(path.parent)
         shim, network = str(self._validation_shim()), self._isolated_network()
-        return LocalWorkspace(path, shim=shim, network=network, resolved=f"{parent}/{path.name}")
+        return LocalWorkspace(
+            path, shim=shim, network=network, resolved=f"{parent}/{path.name}", real_paths=self._resolved
+        )
 
     def _validation_shim(self) -> Path:
         if self._shim is None:
@@ -223,13 +232,14 @@ class LocalBackend:
         mark leaves it to the supervisor or the next session's sweep, as any folder of a dead process."""
         self._removing.add(path)
 
-        def job() -> None:
+        def steps() -> Iterator[None]:
             try:
-                self._owned.remove(path)
+                yield from removal_steps(path)
+                self._owned.release(path)
             finally:
                 self._removing.discard(path)
 
-        self._removals.submit(job)
+        self._removals.submit_steps(steps())
 
     def drain(self) -> None:
         """Wait until the folders handed to the background removal are gone."""

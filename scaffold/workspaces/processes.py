@@ -36,23 +36,27 @@ _KERNEL_THREAD: Final = 0x00200000  # PF_KTHREAD in /proc/PID/stat's flags: kern
 
 def last_pid() -> int:
     """The id of the process the kernel started last (0 where ``/proc/loadavg`` is not readable)."""
-    try:
-        with open("/proc/loadavg", "rb") as handle:  # noqa: PTH123
-            return int(handle.read().split()[-1])
+    try:  # a descriptor, not open(): a buffered file object costs six more system calls, twice a trial
+        fd = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return int(os.read(fd, 256).split()[-1])
+        finally:
+            os.close(fd)
     except (OSError, ValueError, IndexError):
         return 0
 
 
-def end_marked(marker: str, *, folder: str, since: int) -> int:
+def end_marked(marker: str, *, folder: str, since: int, real: str | None = None) -> int:
     """SIGKILL every process whose environment holds the entry *marker* (``NAME=value``) or whose working
     directory is inside *folder*, among those started after the process *since*, round after round until
     no new one appears, then wait until they are gone; returns how many.
 
     A process in the middle of an ``execve`` shows an empty environment for a moment: it is looked at
     again in the next round. WorkspaceError when processes keep appearing for every round (a fork bomb
-    outrunning the kill), when one does not die, or when ``/proc`` cannot be read at all.
+    outrunning the kill), when one does not die, or when ``/proc`` cannot be read at all. *real*: the
+    folder's real path, when the caller knows it (else it is resolved here).
     """
-    wanted, root = marker.encode(), os.path.realpath(folder)
+    wanted, root = marker.encode(), real or os.path.realpath(folder)
     killed: set[int] = set()
     unsure_rounds = 0
     for _ in range(_ROUNDS):

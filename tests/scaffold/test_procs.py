@@ -96,3 +96,14 @@ def test_tail_reads_the_end(tmp_path: Path) -> None:
     path.write_text("a" * 10000 + "END")
     assert tail(path, 5) == "aaEND"
     assert tail(tmp_path / "missing") == ""
+
+
+def test_tail_of_a_small_file_an_empty_one_and_a_cut_character(tmp_path: Path) -> None:
+    path = tmp_path / "log"
+    path.write_bytes(b"short\n")
+    assert tail(path, 4000) == "short\n"
+    path.write_bytes(b"")
+    assert tail(path) == ""
+    path.write_bytes("é".encode() * 3)  # six bytes: the last five start inside a character
+    assert tail(path, 5) == "\ufffdéé"
+    assert tail(tmp_path) == ""  # a folder: nothing to read, not an error

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.files import HostFiles, copy_tree
+from scaffold.workspaces.files import HostFiles, copy_tree, removal_steps
 
 COMPONENTS = ["a", "b", "..", ".", "", "in_link", "out_link", "missing"]
 
@@ -239,3 +239,65 @@ def test_copy_tree_refuses_a_special_file(tmp_path: Path) -> None:
     os.mkfifo(source / "pipe")
     with pytest.raises(OSError, match="not a regular file"):
         copy_tree(source, tmp_path / "dest")
+
+
+def _tree_with_links(root: Path, outside: Path) -> Path:
+    """A folder of nested folders and files, with links to a file and a folder outside it."""
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "precious.txt").write_text("keep me")
+    tree = root / "ws"
+    for i in range(3):
+        deep = tree / f"d{i}" / "inner"
+        deep.mkdir(parents=True)
+        for j in range(4):
+            (deep / f"f{j}.txt").write_text(str(j))
+        (tree / f"d{i}" / "top.txt").write_text("top")
+    (tree / "to-folder").symlink_to(outside / "keep")
+    (tree / "d0" / "to-file").symlink_to(outside / "keep" / "precious.txt")
+    (tree / "dangling").symlink_to(tree / "nowhere")
+    (tree / "d1" / "empty").mkdir()
+    return tree
+
+
+def test_removal_steps_remove_everything_and_follow_no_link(tmp_path: Path) -> None:
+    tree = _tree_with_links(tmp_path, tmp_path / "outside")
+    for _ in removal_steps(tree):
+        pass
+    assert not os.path.lexists(tree)
+    assert (tmp_path / "outside" / "keep" / "precious.txt").read_text() == "keep me"
+
+
+def test_removal_steps_remove_at_most_a_step_of_entries_at_a_time(tmp_path: Path) -> None:
+    tree = tmp_path / "ws"
+    tree.mkdir()
+    for i in range(10):
+        (tree / f"f{i}").write_text("x")
+    steps = removal_steps(tree, step=3)
+    next(steps)
+    assert len(list(tree.iterdir())) == 7  # three removed, then it paused
+    assert sum(1 for _ in steps) == 2  # three and three more, then the last one and the folder
+    assert not tree.exists()
+
+
+def test_removal_steps_of_a_link_remove_the_link_only(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "file").write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert list(removal_steps(tmp_path / "link")) == []
+    assert not os.path.lexists(tmp_path / "link") and (tmp_path / "real" / "file").exists()
+    assert list(removal_steps(tmp_path / "missing")) == []  # nothing there: nothing to do, no error
+
+
+def test_removal_steps_agree_with_shutil_rmtree_on_what_stays(tmp_path: Path) -> None:
+    """What cannot be removed is left without an error, as rmtree(ignore_errors=True) leaves it."""
+    ours, theirs = (
+        _tree_with_links(tmp_path / "a", tmp_path / "a-out"),
+        _tree_with_links(tmp_path / "b", tmp_path / "b-out"),
+    )
+    for tree in (ours, theirs):
+        (tree / "d2" / "inner" / "f0.txt").unlink()
+        os.mkfifo(tree / "d2" / "inner" / "fifo")  # a special file is removed like any entry
+    for _ in removal_steps(ours):
+        pass
+    shutil.rmtree(theirs, ignore_errors=True)
+    assert os.path.lexists(ours) == os.path.lexists(theirs) is False
