@@ -19,7 +19,8 @@ Two kinds of jobs:
   When no command comes within ``WHEN_WAITING_S`` (the docker backend's commands go through its API, the
   session ends), or a thread waits elsewhere (a durable write's flush, scaffold.atomic, marked with
   :func:`waiting_on_command`), a backstop thread runs them: put off, never held. Draining runs the
-  owner's pending jobs in the draining thread, at once.
+  owner's pending jobs in the draining thread, at once. Such a job works on files only: the thread that
+  runs it may be inside a validation command's network namespace (scaffold.workspaces.netns).
 """
 
 from __future__ import annotations

@@ -216,6 +216,10 @@ class _Watcher:
         self._changed = threading.Condition()
         self._watches: list[_Watch] = []
         self._thread: threading.Thread | None = None
+        # When the thread's sleep ends (None: it sleeps until told). A new watch due later than that is
+        # seen then: the thread is not woken for it, which would cost the trial that adds it a hand-over
+        # of the interpreter's lock (a watch is added per trial, and a quick trial ends before its look).
+        self._wakes_at: float | None = None
 
     def add(self, look: Callable[[], None], interval_s: float) -> _Watch:
         watch = _Watch(look, interval_s, time.monotonic() + interval_s)
@@ -224,7 +228,8 @@ class _Watcher:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="comet-progress", daemon=True)
                 self._thread.start()
-            self._changed.notify()
+            elif self._wakes_at is None or self._wakes_at > watch.due:
+                self._changed.notify()
         return watch
 
     def remove(self, watch: _Watch) -> None:
@@ -238,13 +243,16 @@ class _Watcher:
         while True:
             with self._changed:
                 if not self._watches:
+                    self._wakes_at = None
                     self._changed.wait()
                     continue
                 now = time.monotonic()
                 wait = min(w.due for w in self._watches) - now
                 if wait > 0:
+                    self._wakes_at = now + wait
                     self._changed.wait(wait)
                     continue
+                self._wakes_at = now
                 due = [w for w in self._watches if w.due <= now]
             for watch in due:
                 with watch.lock:

@@ -318,3 +318,25 @@ def test_comet_status_reads_a_folder_or_an_id_and_names_what_it_cannot_find(
     assert (data["planned"], data["done"], data["queued"], data["spent_usd"]) == (2, 1, 1, 0.25)
     assert main(["status", "nope", "--logs-dir", str(tmp_path / "logs")]) == 2
     assert "nope: neither an experiment folder nor an experiment id under" in capsys.readouterr().err
+
+
+def test_a_watch_due_before_the_watchers_sleep_ends_wakes_it() -> None:
+    """The watcher is not woken for a watch due after its sleep ends, but is for one due before."""
+    slow_looks: list[float] = []
+    quick = threading.Event()
+    slow = progress_file._WATCHER.add(lambda: slow_looks.append(time.monotonic()), 60.0)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # until the watcher sleeps until the slow watch, a minute away
+            wakes_at = progress_file._WATCHER._wakes_at
+            if wakes_at is not None and wakes_at > time.monotonic() + 30:
+                break
+            time.sleep(0.01)
+        watch = progress_file._WATCHER.add(quick.set, 0.05)
+        try:
+            assert quick.wait(10)  # looked at within its interval, not after the minute
+        finally:
+            progress_file._WATCHER.remove(watch)
+    finally:
+        progress_file._WATCHER.remove(slow)
+    assert slow_looks == []
