@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 from scaffold.background import run_pending, waiting_on_command
 from scaffold.process_output import ProcessResult
@@ -37,7 +36,13 @@ def run_process(
 ) -> ProcessResult:
     """Run *argv*; on timeout, or when it exits, kill its process group. Never raises on failure."""
     start = time.monotonic()
-    with _output(stdout_path) as out, _output(stderr_path) as err:
+    out = _output(stdout_path)
+    try:
+        err = _output(stderr_path)
+    except BaseException:
+        os.close(out)
+        raise
+    try:
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -49,7 +54,7 @@ def run_process(
                 start_new_session=True,
             )
         except OSError as exc:
-            err.write(f"cannot start {argv[0]!r}: {exc.strerror}\n".encode())
+            os.write(err, f"cannot start {argv[0]!r}: {exc.strerror}\n".encode())
             return ProcessResult(127, False, time.monotonic() - start, stdout_path, stderr_path)
         try:
             timed_out = _wait(proc, timeout)
@@ -59,18 +64,25 @@ def run_process(
             raise
         finally:
             _kill_group(proc.pid)  # background children left behind by a command that exited
+    finally:
+        os.close(out)
+        os.close(err)
     code = None if timed_out else proc.returncode
     return ProcessResult(code, timed_out, time.monotonic() - start, stdout_path, stderr_path)
 
 
-def _output(path: Path) -> BinaryIO:
-    """*path* opened for the command's output; its folder is made only when missing (a trial's commands
-    mostly write into folders that exist, and a system call a command adds up over many trials)."""
+_OUTPUT_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
+
+
+def _output(path: Path) -> int:
+    """A descriptor of *path*, opened for the command's output (only it is handed on: no file object); its
+    folder is made only when missing (a trial's commands mostly write into folders that exist, and a
+    system call a command adds up over many trials)."""
     try:
-        return path.open("wb", buffering=0)  # unbuffered: only its descriptor is handed on
+        return os.open(path, _OUTPUT_FLAGS, 0o666)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        return path.open("wb", buffering=0)
+        return os.open(path, _OUTPUT_FLAGS, 0o666)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> bool:

@@ -36,14 +36,23 @@ _KERNEL_THREAD: Final = 0x00200000  # PF_KTHREAD in /proc/PID/stat's flags: kern
 
 def last_pid() -> int:
     """The id of the process the kernel started last (0 where ``/proc/loadavg`` is not readable)."""
-    try:  # a descriptor, not open(): a buffered file object costs six more system calls, twice a trial
-        fd = os.open("/proc/loadavg", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            return int(os.read(fd, 256).split()[-1])
-        finally:
-            os.close(fd)
+    try:
+        return int(_proc_file("/proc/loadavg").split()[-1])
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def _proc_file(path: str) -> bytes:
+    """All of a ``/proc`` file, through a descriptor: a buffered file object costs six system calls more,
+    and a trial reads several of these (the last id twice, each new process's environment)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65_536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def end_marked(marker: str, *, folder: str, since: int, real: str | None = None) -> int:
@@ -98,8 +107,7 @@ def _marked(wanted: bytes, folder: str, since: int) -> tuple[list[int], bool]:
         if pid == me:
             continue
         try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:  # noqa: PTH123
-                environ = handle.read()
+            environ = _proc_file(f"/proc/{pid}/environ")
         except OSError:  # gone, or another user's: not ours to end
             continue
         if (wanted in environ and wanted in environ.split(b"\0")) or _inside(pid, folder):
@@ -146,8 +154,7 @@ def _user_process(pid: int) -> bool:
     """Whether *pid* is a running user process: not a zombie (whose environment is always empty) and
     not a kernel thread (which has none)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:  # noqa: PTH123
-            fields = handle.read().rsplit(b")", 1)[-1].split()
+        fields = _proc_file(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
         state, flags = fields[0], int(fields[6])
     except (OSError, IndexError, ValueError):
         return False
