@@ -112,12 +112,13 @@ def run_pending(stop: Callable[[], bool]) -> None:
             taken = pending.take()
         if taken is None:
             return
-        while not _step(taken):
-            if stop():
-                pending.put_back(taken)
-                pending.done(taken[1])
-                return
-        pending.done(taken[1])
+        try:  # done in every case, Ctrl-C inside a job too: a drain would otherwise wait for it forever
+            while not _step(taken):
+                if stop():
+                    pending.put_back(taken)
+                    return
+        finally:
+            pending.done(taken[1])
         if stop():
             return
 
@@ -155,9 +156,11 @@ def _backstop(pending: _Pending) -> None:
                 continue  # look again: the job may be gone (a command's waiter ran it) or due now
             taken = pending.take()
         if taken is not None:
-            while not _step(taken):
-                pass
-            pending.done(taken[1])
+            try:
+                while not _step(taken):
+                    pass
+            finally:
+                pending.done(taken[1])
 
 
 class Background:
@@ -248,9 +251,11 @@ class Background:
                     finally:
                         pending.waiters -= 1
                     continue
-            while not _step(taken):
-                pass
-            pending.done(self)
+            try:
+                while not _step(taken):
+                    pass
+            finally:
+                pending.done(self)
 
     def _work(self) -> None:
         try:

@@ -198,3 +198,20 @@ def test_a_job_in_steps_of_a_plain_background_runs_whole() -> None:
     jobs.drain()
     assert done == [0, 1, 2]
     jobs.close()
+
+
+def test_a_job_interrupted_by_ctrl_c_leaves_no_drain_waiting_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(background, "WHEN_WAITING_S", 60.0)
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    jobs = Background("test-interrupted", when_waiting=True)
+    jobs.submit(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_pending(lambda: False)
+    drainer = threading.Thread(target=jobs.drain, daemon=True)
+    drainer.start()
+    drainer.join(10)
+    assert not drainer.is_alive()  # the interrupted job counts as over
+    jobs.close()
