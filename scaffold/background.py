@@ -135,6 +135,15 @@ def _step(entry: tuple[float, Background, Steps]) -> bool:
     return False
 
 
+def _finish(pending: _Pending, entry: tuple[float, Background, Steps]) -> None:
+    """Run *entry*'s job to its end, then count it done (also when interrupted: Ctrl-C inside a job)."""
+    try:
+        while not _step(entry):
+            pass
+    finally:
+        pending.done(entry[1])
+
+
 def _once(job: Job) -> Steps:
     """A plain job as a job of one step."""
     job()
@@ -156,11 +165,7 @@ def _backstop(pending: _Pending) -> None:
                 continue  # look again: the job may be gone (a command's waiter ran it) or due now
             taken = pending.take()
         if taken is not None:
-            try:
-                while not _step(taken):
-                    pass
-            finally:
-                pending.done(taken[1])
+            _finish(pending, taken)
 
 
 class Background:
@@ -251,11 +256,7 @@ class Background:
                     finally:
                         pending.waiters -= 1
                     continue
-            try:
-                while not _step(taken):
-                    pass
-            finally:
-                pending.done(self)
+            _finish(pending, taken)
 
     def _work(self) -> None:
         try:
