@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     # standard library only (python -S), and scaffold.workspaces.base reaches pydantic and yaml.
     from scaffold.workspaces.base import FileState, WorkspaceManifest
 
-__all__ = ["HostFiles", "copy_tree", "fresh_copy", "host_manifest", "removal_steps", "remove_empty_parents"]
+__all__ = [
+    "HostFiles",
+    "copy_tree",
+    "fresh_copy",
+    "host_manifest",
+    "read_bytes",
+    "removal_steps",
+    "remove_empty_parents",
+]
 
 
 KEEP_LIMIT: Final = 256 * 1024
@@ -162,7 +170,7 @@ class HostFiles:
                 info = os.lstat(target)
                 if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
                     continue
-                data = _read(target)
+                data = read_bytes(target)
             except (OSError, WorkspaceError):  # gone meanwhile, unreadable, or a link pointing out
                 continue
             if data is not None and len(data) <= limit:
@@ -252,7 +260,7 @@ def _sha256(path: str, *, keep: bool = False) -> tuple[str | None, bytes | None,
     return digest.hexdigest(), (b"".join(chunks) if keep else None), identity
 
 
-def _read(path: str) -> bytes | None:
+def read_bytes(path: str) -> bytes | None:
     """The bytes of the regular file at *path*, a link not followed; None when it cannot be read."""
     try:
         fd = os.open(path, _READ_FLAGS)

@@ -24,6 +24,7 @@ import time
 from typing import Final
 
 from scaffold.errors import WorkspaceError
+from scaffold.workspaces.files import read_bytes
 
 __all__ = ["MARKER", "end_marked", "last_pid"]
 
@@ -37,22 +38,9 @@ _KERNEL_THREAD: Final = 0x00200000  # PF_KTHREAD in /proc/PID/stat's flags: kern
 def last_pid() -> int:
     """The id of the process the kernel started last (0 where ``/proc/loadavg`` is not readable)."""
     try:
-        return int(_proc_file("/proc/loadavg").split()[-1])
-    except (OSError, ValueError, IndexError):
+        return int((read_bytes("/proc/loadavg") or b"").split()[-1])
+    except (ValueError, IndexError):
         return 0
-
-
-def _proc_file(path: str) -> bytes:
-    """All of a ``/proc`` file, through a descriptor: a buffered file object costs six system calls more,
-    and a trial reads several of these (the last id twice, each new process's environment)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65_536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def end_marked(marker: str, *, folder: str, since: int, real: str | None = None) -> int:
@@ -106,9 +94,8 @@ def _marked(wanted: bytes, folder: str, since: int) -> tuple[list[int], bool]:
     for pid in _candidates(since):
         if pid == me:
             continue
-        try:
-            environ = _proc_file(f"/proc/{pid}/environ")
-        except OSError:  # gone, or another user's: not ours to end
+        environ = read_bytes(f"/proc/{pid}/environ")
+        if environ is None:  # gone, or another user's: not ours to end
             continue
         if (wanted in environ and wanted in environ.split(b"\0")) or _inside(pid, folder):
             found.append(pid)
@@ -154,8 +141,8 @@ def _user_process(pid: int) -> bool:
     """Whether *pid* is a running user process: not a zombie (whose environment is always empty) and
     not a kernel thread (which has none)."""
     try:
-        fields = _proc_file(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
+        fields = (read_bytes(f"/proc/{pid}/stat") or b"").rsplit(b")", 1)[-1].split()
         state, flags = fields[0], int(fields[6])
-    except (OSError, IndexError, ValueError):
+    except (IndexError, ValueError):  # gone (nothing read), or not the shape expected
         return False
     return state not in (b"Z", b"X") and not flags & _KERNEL_THREAD
