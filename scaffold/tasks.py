@@ -212,9 +212,6 @@ class Task:
     def data_dir(self) -> Path:
         return self.root / "data"
 
-    def instruction(self, variables: Mapping[str, str]) -> str:
-        return render_instruction(self.instruction_path.read_text(encoding="utf-8"), variables)
-
 
 @dataclass(frozen=True)
 class TaskCatalog:

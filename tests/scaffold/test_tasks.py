@@ -76,7 +76,8 @@ def test_task_paths_and_instruction(factory: TaskFactory) -> None:
     assert task.validation_dir == folder / "validation"
     assert task.solution_dir == folder / "solution"
     assert task.data_dir == folder / "data"
-    assert task.instruction({"run_id": "r-7", "workspace": "/ws"}) == 'Run r-7 in /ws; keep {unknown} and {"a": 1}\n'
+    rendered = render_instruction(task.instruction_path.read_text(), {"run_id": "r-7", "workspace": "/ws"})
+    assert rendered == 'Run r-7 in /ws; keep {unknown} and {"a": 1}\n'
 
 
 def test_relative_folder_gives_absolute_root(factory: TaskFactory, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,7 @@ from scaffold.cases import Case
 from scaffold.errors import RecordError
 from scaffold.record_files import read_record
 from scaffold.records import SCHEMA_VERSION
+from scaffold.tasks import render_instruction
 from scaffold.workspaces.base import NO_NETWORK
 from tests.support.factories import TaskFactory, make_runner
 
@@ -103,7 +104,7 @@ def test_instruction_variables_and_environment(factory: TaskFactory, tmp_path: P
     )
     runner = runner_for(factory, tmp_path)
     task = runner.tasks.tasks["t"]
-    text = task.instruction({"run_id": "R", "task_name": "t", "trial": "1"})
+    text = render_instruction(task.instruction_path.read_text(), {"run_id": "R", "task_name": "t", "trial": "1"})
     assert text == "id=R task=t trial=1 keep {braces}\n"
 
 
