@@ -29,19 +29,9 @@ from markupsafe import Markup, escape
 from scaffold.agents.streams.timeline import Event, Text, Timeline, TokenCounts
 from scaffold.records import TrialRecord
 from scaffold.reports.format import money, number
-from scaffold.reports.transcript_page import Clip, clip_html, href, page
+from scaffold.reports.transcript_page import Clip, href, page
 
-__all__ = [
-    "BUDGETS",
-    "PAGE_LIMIT",
-    "Clip",
-    "FileText",
-    "TrialFolder",
-    "TurnStream",
-    "clip_html",
-    "href",
-    "render_transcript",
-]
+__all__ = ["BUDGETS", "PAGE_LIMIT", "FileText", "TrialFolder", "TurnStream", "render_transcript"]
 
 PAGE_LIMIT: Final = 2_000_000
 """Bytes a page may take: the section budgets below, the fixed markup and the CSS stay under it."""
