@@ -102,13 +102,15 @@ def test_a_cli_whose_version_fails_gets_no_cache(harness_node: AgentMount, tmp_p
 
 
 def test_a_local_npm_cli_starts_on_the_harness_node_and_its_children_do_not_inherit_the_cache(
-    harness_node: AgentMount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    harness_node: AgentMount, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(harness_node.host.parent.parent.parent))  # the agent layer installed
     program = fake_cli(tmp_path / "agent", body=CHILD)
     argv = local_command(str(program))
     node = str(harness_node.host / "node_modules" / ".bin" / "node")
     assert argv[:2] == [node, "--require"] and argv[3] == str(program.resolve())
+    # The cache sits beside the machine's real agent layer, keyed by this throwaway script: not kept.
+    request.addfinalizer(lambda: shutil.rmtree(Path(argv[2]).parent, ignore_errors=True))
     proc = subprocess.run([*argv, "x"], check=False, capture_output=True, text=True)
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and lines[0] == "undefined", proc.stderr  # a node the agent starts: no cache
