@@ -3,8 +3,10 @@
 local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric, atomic record) against
         the same commands run by bare subprocess in fresh directories, one trial of each back to back
         (trials x rounds pairs), each harness trial waiting for the work it left in the background
-        (transcript.html, the folder's removal): everything a trial costs, in series. Goal: at most 3 ms
-        added per trial (median of the pair differences).
+        (transcript.html, the folder's removal): everything a trial costs, in series. Target: at most 3 ms
+        added per trial (median of the pair differences), stricter than issue 17's goal (the marginal
+        trial, below: the issue's own figures, 6.7 against 3.6 ms bare, were of a marginal trial): here
+        nothing a trial leaves for later overlaps anything.
 docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
         image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
 start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with the oracle in a fresh
@@ -16,9 +18,10 @@ marginal: whole runs of 1 and ``--marginal-trials`` trials of each of the three,
         ``--max-samples 1``; one ``bash`` running the commands N times): (wall of N - wall of 1) / (N - 1),
         the cost of one more trial in a run, which is what a user waits for (the background work of one
         trial overlaps the next one's commands); the added cost is the median of the rounds' differences.
-        Goal: at most 3 ms over bare (issue 17's "marginal trial").
+        Goal: at most 3 ms over bare (issue 17's "marginal trial"). Whole runs seconds apart swing by a few
+        ms, so take several rounds (``--rounds``).
 
-    .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 3] [--backend local|docker|both|startup]
+    .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 5] [--backend local|docker|both|startup]
                                             [--inspect-python /opt/inspect/bin/python] [--marginal-trials 101]
                                             [--dir FOLDER]
 """
@@ -199,7 +202,8 @@ def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
 
 STARTUP_GOAL = 1.0
 ADDED_GOAL_MS = 3.0
-"""Wall milliseconds a local trial may add over the same commands run bare (issue 17's goal)."""
+"""Wall milliseconds a local trial may add over the same commands run bare: issue 17's goal for the
+marginal trial, and the stricter pairs' target."""
 
 
 def installed_optional_plugins() -> tuple[str, ...]:
@@ -369,8 +373,8 @@ def marginal(tasks: Path, root: Path, count: int, rounds: int, inspect: Inspect 
     print(
         f"marginal trial, whole runs of 1 and {count} trials (medians): "
         + ", ".join(f"{label} {value:.1f} ms" for label, value in med.items())
-        + f"; comet adds {added:.1f} ms over bare, median of the rounds' differences (goal <= {ADDED_GOAL_MS:g} ms:"
-        + f" {'PASS' if added <= ADDED_GOAL_MS else 'MISS'})"
+        + f"; comet adds {added:.1f} ms over bare, median of the rounds' differences"
+        + f" (issue 17's goal <= {ADDED_GOAL_MS:g} ms: {'PASS' if added <= ADDED_GOAL_MS else 'MISS'})"
     )
     print(
         "  its CPU (the process tree's, which load moves far less than wall time): "
@@ -417,7 +421,7 @@ def alternate(rounds: int, a: Callable[[int], float], b: Callable[[int], float])
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=40, help="trials per measurement (default 40)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
     parser.add_argument("--backend", choices=("local", "docker", "both", "startup"), default="both")
     parser.add_argument("--startup-rounds", type=int, default=5, help="rounds of the 1-trial run (default 5)")
     parser.add_argument("--inspect-python", metavar="PYTHON", help="an interpreter with inspect-ai, to compare")
@@ -456,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"local: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
                 f" trial (medians); added {added:.1f} ms per trial, median of pair differences"
-                f" (goal <= {ADDED_GOAL_MS:g} ms: {verdict}); ratio {statistics.median(h) / statistics.median(b):.2f}"
+                f" (the stricter target, all of a trial in series, <= {ADDED_GOAL_MS:g} ms: {verdict});"
+                f" ratio {statistics.median(h) / statistics.median(b):.2f}"
             )
             print(
                 f"local: added CPU {added_cpu:.1f} ms per trial (harness and bare, process and children;"
