@@ -41,6 +41,7 @@ from scaffold.procs import run_process
 from scaffold.tasks import Task
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
 from scaffold.workspaces.files import HostFiles, fresh_copy, removal_steps, remove_empty_parents
+from scaffold.workspaces.fresh_copies import Copied
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
 from scaffold.workspaces.node_launch import local_command
@@ -140,6 +141,7 @@ class LocalWorkspace(HostFiles):
         stdout_path: Path,
         stderr_path: Path,
     ) -> ProcessResult:
+        self.copied = None  # from here on, what is in the folder is the commands' (fresh_copies)
         (self._path / TMP_DIR).mkdir(exist_ok=True)
         if self.policy is None and argv and argv[0].startswith("/"):  # the agent's phase: its CLI, by path
             argv = [*local_command(argv[0]), *argv[1:]]
@@ -188,15 +190,18 @@ class LocalBackend:
         self._parents.add(path.parent)
         self._supervisor.start()  # before any command of the workspace runs
         self._owned.claim(path)
-        fresh_copy(task.environment_dir, path)
+        copied = Copied()  # the first manifest (what the agent starts from) need not hash these again
+        fresh_copy(task.environment_dir, path, copied=copied)
         # The folder itself was just made (no link); its parent is resolved once per experiment.
         parent = self._resolved.get(path.parent)
         if parent is None:
             parent = self._resolved[path.parent] = os.path.realpath(path.parent)
         shim, network = str(self._validation_shim()), self._isolated_network()
-        return LocalWorkspace(
+        workspace = LocalWorkspace(
             path, shim=shim, network=network, resolved=f"{parent}/{path.name}", real_paths=self._resolved
         )
+        workspace.copied = copied
+        return workspace
 
     def _validation_shim(self) -> Path:
         if self._shim is None:

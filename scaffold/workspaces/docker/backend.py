@@ -91,7 +91,8 @@ from scaffold.workspaces.docker.standby import (
 )
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.engines import Engine, default_engine
-from scaffold.workspaces.files import copy_tree, fresh_copy, remove_empty_parents
+from scaffold.workspaces.files import HostFiles, copy_tree, fresh_copy, remove_empty_parents
+from scaffold.workspaces.fresh_copies import Copied
 from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
 
@@ -567,6 +568,14 @@ class DockerBackend:
             self._stand_by(task, network)
         return workspace
 
+    @staticmethod
+    def _noted(workspace: DockerWorkspace) -> Copied | None:
+        """Where a bind-mounted workspace's copy notes what it copied (scaffold.workspaces.fresh_copies)."""
+        if isinstance(workspace.files, HostFiles):
+            workspace.files.copied = Copied()
+            return workspace.files.copied
+        return None
+
     def _workspace(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace:
         native = task.format == "harbor"
         root = self._image_of(task).workdir if native else ROOT
@@ -586,7 +595,7 @@ class DockerBackend:
                 workspace.files.seed(task.environment_dir)  # queued: goes in with the first command
             else:
                 self._owned.claim(path)  # copy mode keeps nothing on this machine until a kept copy comes out
-                fresh_copy(task.environment_dir, path)
+                fresh_copy(task.environment_dir, path, copied=self._noted(workspace))
                 workspace.control = make_control(self.workspace_root)
                 self._owned.claim(workspace.control)
             self._start(workspace, phase="agent")
@@ -665,7 +674,7 @@ class DockerBackend:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 spare.host_path.rename(path)
                 self._owned.release(spare.host_path)
-                copy_tree(task.environment_dir, path)
+                copy_tree(task.environment_dir, path, copied=self._noted(workspace))
                 workspace.control, spare.control = spare.control, None
             self._attach(workspace, standby.created, "agent")
         except BaseException as exc:
