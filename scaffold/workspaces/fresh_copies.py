@@ -38,7 +38,7 @@ Identity = tuple[int, int, int, int]
 
 SETTLED_NS: Final = 2_000_000_000
 """A source file is cached only once its last change is this old (far more than a clock tick)."""
-CACHE_BYTES: Final = 64 * 1024 * 1024
+CACHE_BYTES: Final = 32 * 1024 * 1024
 CACHE_ENTRIES: Final = 200_000
 """At most this many file bytes and files are kept in the cache of this process; beyond, it starts again
 empty."""
@@ -65,10 +65,11 @@ class Copied:
 
     def forget(self, rel: str) -> None:
         """Drop the notes of *rel* and of everything below it (the harness is writing there)."""
-        rel = rel.strip("/")
-        if not rel or rel == ".":
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:  # the whole folder, or a path the confinement resolves: all of it
             self.files.clear()
             return
+        rel = "/".join(parts)
         self.files.pop(rel, None)
         prefix = rel + "/"
         for path in [p for p in self.files if p.startswith(prefix)]:
