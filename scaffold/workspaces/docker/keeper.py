@@ -99,6 +99,22 @@ unset IFS
 [ -d "$ctl" ] && [ -w "$ctl" ] && [ -n "$sid" ] && [ -n "$mv" ] &&
   "$sid" -f true < /dev/null > /dev/null && fast=1
 reset() {
+  # First stop every process (a stopped process cannot fork), round after round until a round finds none
+  # running: a fork bomb outruns rounds of killing, whose gaps its survivors fill again. Then kill them all.
+  round=0
+  while [ "$round" -lt 100 ]; do
+    round=$((round + 1))
+    hit=
+    for dir in /proc/[0-9]*; do
+      pid=${dir#/proc/}
+      case $pid in 1|$$) continue ;; esac
+      read -r stat < "$dir/stat" || continue
+      set -- ${stat##*) }
+      case $1 in Z|X|T|t) continue ;; esac
+      kill -STOP "$pid" && hit=1
+    done
+    [ -z "$hit" ] && break
+  done
   round=0
   while [ "$round" -lt 100 ]; do
     round=$((round + 1))
