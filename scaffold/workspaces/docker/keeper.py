@@ -98,36 +98,32 @@ done
 unset IFS
 [ -d "$ctl" ] && [ -w "$ctl" ] && [ -n "$sid" ] && [ -n "$mv" ] &&
   "$sid" -f true < /dev/null > /dev/null && fast=1
+# `signal_all SIG STATES`: send SIG to every process but the init and the keeper whose state (one letter
+# of /proc/PID/stat) does not match STATES (a bracket pattern); true when there was none to send it to.
+signal_all() {
+  sig=$1 skip=$2 hit=
+  for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    case $pid in 1|$$) continue ;; esac
+    read -r stat < "$dir/stat" || continue
+    set -- ${stat##*) }
+    case $1 in $skip) continue ;; esac
+    kill "-$sig" "$pid" && hit=1
+  done
+  [ -z "$hit" ]
+}
 reset() {
   # First stop every process (a stopped process cannot fork), round after round until a round finds none
   # running: a fork bomb outruns rounds of killing, whose gaps its survivors fill again. Then kill them all.
   round=0
   while [ "$round" -lt 100 ]; do
     round=$((round + 1))
-    hit=
-    for dir in /proc/[0-9]*; do
-      pid=${dir#/proc/}
-      case $pid in 1|$$) continue ;; esac
-      read -r stat < "$dir/stat" || continue
-      set -- ${stat##*) }
-      case $1 in Z|X|T|t) continue ;; esac
-      kill -STOP "$pid" && hit=1
-    done
-    [ -z "$hit" ] && break
+    signal_all STOP '[ZXTt]' && break
   done
   round=0
   while [ "$round" -lt 100 ]; do
     round=$((round + 1))
-    hit=
-    for dir in /proc/[0-9]*; do
-      pid=${dir#/proc/}
-      case $pid in 1|$$) continue ;; esac
-      read -r stat < "$dir/stat" || continue
-      set -- ${stat##*) }
-      case $1 in Z|X) continue ;; esac
-      kill -KILL "$pid" && hit=1
-    done
-    [ -z "$hit" ] && return 0
+    signal_all KILL '[ZX]' && return 0
   done
   return 1
 }
