@@ -246,6 +246,8 @@ def _without_skill_sources(instruction: str, drop: Sequence[str]) -> str | None:
     flags: list[str] = []
     while words and words[0].startswith("--"):
         flags.append(words.pop(0))
+        if flags[-1] == "--":  # the end of the flags, as Docker reads them: what follows are sources
+            break
     if any(f.startswith("--from") for f in flags):
         return None
     body = " ".join(words)

@@ -126,8 +126,21 @@ _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789._-", min_size=1, 
 _path = st.lists(_word, min_size=1, max_size=3).map("/".join)
 
 
+def test_flags_end_at_a_double_dash_as_docker_reads_them() -> None:
+    text = "FROM x\nCOPY --chown=1 -- --odd skills /d/\nCOPY -- skills /e/\n"
+    rewrite = rewrite_dockerfile(text, without_skills=True)
+    assert instructions(rewrite.text) == ["FROM x", "COPY --chown=1 -- --odd /d/"]
+
+
 @given(
-    sources=st.lists(st.one_of(_path, st.sampled_from(["skills", "./skills", "skills/x", "./skills/a/"])), min_size=1),
+    # A leading word that starts with "--" is a flag, not a source (the test above): none is generated.
+    sources=st.lists(
+        st.one_of(
+            _path.filter(lambda p: not p.startswith("--")),
+            st.sampled_from(["skills", "./skills", "skills/x", "./skills/a/"]),
+        ),
+        min_size=1,
+    ),
     dest=_path,
 )
 def test_no_copy_of_skills_survives_and_nothing_else_is_lost(sources: list[str], dest: str) -> None:
