@@ -190,9 +190,9 @@ from pathlib import Path
 t0 = time.perf_counter()
 import pytest_comet.plugin
 t1 = time.perf_counter()
-from scaffold.cases import select_cases
-from scaffold.tasks import load_catalog
-from scaffold.treatments import load_treatments
+from scaffold.experiment.cases import select_cases
+from scaffold.catalog.tasks import load_catalog
+from scaffold.catalog.treatments import load_treatments
 local = Path(sys.argv[1]) / "local"
 tasks = load_catalog([local / "tasks"])
 t2 = time.perf_counter()

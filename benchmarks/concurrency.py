@@ -254,7 +254,7 @@ def cpu_limit_note(backend: str) -> str:
     floor counts."""
     if backend != "docker":
         return ""
-    from scaffold.tasks import load_catalog
+    from scaffold.catalog.tasks import load_catalog
 
     cpus = load_catalog([REPO / "local" / "tasks"]).tasks[TASK].spec.environment.cpus
     return f" each container holds its trial to {cpus:g} CPU (the task's limit, Harbor's default); local: no limit"

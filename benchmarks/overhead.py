@@ -48,11 +48,11 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import inspect_side  # noqa: E402
 from benchmarks.collection import clean_env  # noqa: E402  (the same environment as collection's runs)
 from scaffold.agents import create_agent  # noqa: E402
-from scaffold.cases import Case  # noqa: E402
+from scaffold.catalog.tasks import load_catalog  # noqa: E402
+from scaffold.catalog.treatments import load_treatments  # noqa: E402
 from scaffold.experiment import Experiment  # noqa: E402
-from scaffold.tasks import load_catalog  # noqa: E402
-from scaffold.treatments import load_treatments  # noqa: E402
-from scaffold.trial import Runner, Settings  # noqa: E402
+from scaffold.experiment.cases import Case  # noqa: E402
+from scaffold.trial.runner import Runner, Settings  # noqa: E402
 from scaffold.workspaces.backends import create_backend  # noqa: E402
 from scaffold.workspaces.local import LocalBackend  # noqa: E402
 
@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"docker: skipped, no engine reachable ({type(exc).__name__}: {exc})")
                 return 0
             print("docker backend (oracle) vs bare docker run of the same commands on the same image:")
-            from scaffold.tasks import load_task
+            from scaffold.catalog.tasks import load_task
             from scaffold.workspaces.docker import DockerBackend
 
             probe = DockerBackend(root / "ws-probe")

@@ -47,7 +47,7 @@ from typing import TypeVar
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the synthetic records come from the test support package
 
-from scaffold.record_files import gc_paused  # noqa: E402
+from scaffold.records.files import gc_paused  # noqa: E402
 from scaffold.reports.analysis import build_analysis  # noqa: E402
 from scaffold.reports.comparison import render_comparison  # noqa: E402
 from scaffold.reports.html import render_html  # noqa: E402

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Final, Literal
 import pytest
 
 if TYPE_CHECKING:
-    from scaffold.cases import Case
-    from scaffold.trial import Runner, TrialResult
+    from scaffold.experiment.cases import Case
+    from scaffold.trial.runner import Runner, TrialResult
 
 __all__ = ["IN_FLIGHT_KEY", "WORKERS_PER_CORE", "Ahead", "WorkerPlan", "may_start_ahead", "plan"]
 
@@ -96,7 +96,7 @@ def plan(asked: int, cores: int, in_flight: InFlight) -> WorkerPlan:
 
 def may_start_ahead(item: pytest.Item | None, case: object) -> bool:
     """Whether *item*'s trial (of *case*) may start before its item runs (see the module docstring)."""
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
 
     if item is None or not isinstance(case, Case):
         return False

@@ -36,7 +36,7 @@ __all__ = ["PLUGIN_NAME", "LangfuseSuite"]
 PLUGIN_NAME: Final = "comet-tracing"
 """The name the suite's plugin registers under: ``comet eval`` asks it for its lines and status."""
 _PROPERTY: Final = "comet_langfuse"
-EXIT_REPORTING: Final = 6  # scaffold.skill_eval.outcome.EXIT_REPORTING, without importing the command
+EXIT_REPORTING: Final = 6  # scaffold.cli.eval.outcome.EXIT_REPORTING, without importing the command
 
 
 class LangfuseSuite:

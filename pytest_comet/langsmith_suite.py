@@ -81,7 +81,7 @@ _WORKEROUTPUT_KEY: Final = "comet_langsmith"
 
 @dataclass(eq=False)  # registered as a plugin: hashable by identity
 class _Summary:
-    """What comet eval (scaffold.skill_eval.outcome.finish) and the terminal summary show."""
+    """What comet eval (scaffold.cli.eval.outcome.finish) and the terminal summary show."""
 
     lines: list[str] = field(default_factory=list)
     failed: bool = False
@@ -272,7 +272,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
     state = item.config.stash.get(_STATE, None)
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("comet_case") if callspec is not None else None
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
 
     if state is None or item.get_closest_marker("langsmith") is None:
         return (yield)
@@ -305,7 +305,7 @@ def log_trial(trial: Trial) -> None:
     from langsmith import testing as ls_testing
     from langsmith.testing._internal import _TEST_CASE
 
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
 
     config = _CONFIG[0] if _CONFIG else None
     state = config.stash.get(_STATE, None) if config is not None else None
@@ -393,7 +393,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
     if state is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
     from pytest_comet.state import plugin_state
-    from scaffold.skill_eval.outcome import EXIT_REPORTING
+    from scaffold.cli.eval.outcome import EXIT_REPORTING
 
     comet = plugin_state(config)
     if not sum(comet.verdicts.values()):
@@ -412,7 +412,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
 def _write_status(folder: Path, state: _State, problems: list[str]) -> Path:
     """``tracing.json`` (the Langfuse suite writes the same name and ``suite``/``status``/``problems`` keys):
     where the trials went and what failed, as our own descriptions (method, path, kind of error)."""
-    from scaffold.atomic import write_json_atomic
+    from scaffold.util.atomic import write_json_atomic
 
     data: dict[str, Any] = {"suite": SERVICE, "status": "off"}
     if state.enabled:

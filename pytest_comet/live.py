@@ -1,18 +1,18 @@
 """The controller's view of a running comet session in pytest's terminal: the live status line
-(scaffold.live: done / running / queued, elapsed, ETA, spend, each running trial's turn) on a terminal,
+(scaffold.experiment.live: done / running / queued, elapsed, ETA, spend, each running trial's turn) on a terminal,
 or one plain line per finished trial elsewhere (a CI log: no carriage return, no escape code).
 
 Registered on the controller only, for every session; it does nothing until it knows the session runs
 comet trials: at collection in a session without pytest-xdist, or, under xdist (whose controller
 collects nothing), once the worker that writes the session's plan has left the beacon naming the
 experiment folder (pytest_comet.state.beacon_path). Everything it shows is read from the experiment
-folder (scaffold.status), so xdist workers' trials appear as they run.
+folder (scaffold.experiment.status), so xdist workers' trials appear as they run.
 
 pytest's own output stays intact: the line is drawn at the end of pytest's current line (after its
 progress dots), and cleared around every hook in which pytest's terminal reporter writes. It is not
 drawn when pytest's output could interleave with it from elsewhere: ``-s`` (``--capture=no``),
 live logging (``log_cli``), ``--collect-only``, or without pytest's terminal reporter (``comet eval``,
-which runs ``-p no:terminal``, shows the same line itself: scaffold.skill_eval.progress).
+which runs ``-p no:terminal``, shows the same line itself: scaffold.cli.eval.progress).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import pytest
 from pytest_comet.state import plugin_state
 
 if TYPE_CHECKING:
-    from scaffold.live import LiveLine
-    from scaffold.status import RecordCache
+    from scaffold.experiment.live import LiveLine
+    from scaffold.experiment.status import RecordCache
 
 __all__ = ["LiveDisplay"]
 
@@ -64,13 +64,13 @@ class LiveDisplay:
             if beacon is None or not beacon.is_file():
                 return
             root = Path(beacon.read_text(encoding="utf-8").strip())
-        from scaffold.status import RecordCache
+        from scaffold.experiment.status import RecordCache
 
         self.root = root
         self._cache = RecordCache()
         if self._plain:
             return
-        from scaffold.live import LiveLine
+        from scaffold.experiment.live import LiveLine
 
         writer = self._terminal._tw
         self._line = LiveLine(
@@ -147,8 +147,8 @@ class LiveDisplay:
         self.done += 1
         if not self._plain or self._terminal is None:
             return
-        from scaffold.live import trial_line
-        from scaffold.status import read_plan
+        from scaffold.experiment.live import trial_line
+        from scaffold.experiment.status import read_plan
 
         self._activate()
         if self._total is None and self.root is not None:
@@ -163,7 +163,7 @@ class LiveDisplay:
         self._pending[report.nodeid] = trial_line(self.done, total, case, props, elapsed)
 
     def _text(self) -> str:
-        from scaffold.status import read_status, status_line
+        from scaffold.experiment.status import read_status, status_line
 
         assert self.root is not None
         status = read_status([self.root], datetime.now(UTC), self._cache)

@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
     # plugin is installed for all of them) pays nothing for loaders, pydantic or jinja2.
     from pytest_comet.trial import Trial
-    from scaffold.budget import Limits
-    from scaffold.cases import Broken, Case
-    from scaffold.trial import Runner, TrialResult
+    from scaffold.experiment.budget import Limits
+    from scaffold.experiment.cases import Broken, Case
+    from scaffold.trial.runner import Runner, TrialResult
 
 CASE_FIXTURE = "comet_case"
 
@@ -519,7 +519,7 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The session's plan (scaffold.status: what ``comet status`` and the live line count against), once
+    """The session's plan (scaffold.experiment.status: what ``comet status`` and the live line count against), once
     per session: by the only process, or by pytest-xdist's gw0 (every worker collects the same items)."""
     config = session.config
     state = config.stash.get(STATE, None)
@@ -534,9 +534,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from datetime import UTC, datetime
 
-    from scaffold.atomic import write_text_atomic
-    from scaffold.cases import Case
-    from scaffold.status import write_plan
+    from scaffold.experiment.cases import Case
+    from scaffold.experiment.status import write_plan
+    from scaffold.util.atomic import write_text_atomic
 
     params = (getattr(item, "callspec", None) for item in session.items)
     cases = [
@@ -551,8 +551,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def limits(config: pytest.Config) -> Limits:
-    """``--max-trials`` and ``--max-cost`` (scaffold.budget says exactly what they count)."""
-    from scaffold.budget import Limits
+    """``--max-trials`` and ``--max-cost`` (scaffold.experiment.budget says exactly what they count)."""
+    from scaffold.experiment.budget import Limits
 
     trials, cost = config.getoption("comet_max_trials"), config.getoption("comet_max_cost")
     if trials is not None and trials < 0:
@@ -594,7 +594,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """Note the case of the item this process runs next, for the runner's ``upcoming``."""
     callspec = getattr(nextitem, "callspec", None)
     case = callspec.params.get(CASE_FIXTURE) if callspec is not None else None
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
 
     state = plugin_state(item.config)
     state.next_case = case if isinstance(case, Case) else None
@@ -629,7 +629,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
 def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Trial:
     """Run this item's trial (or report why it cannot run) and return it; see ``Trial.assert_passed``."""
     from pytest_comet.trial import Trial
-    from scaffold.cases import Broken
+    from scaffold.experiment.cases import Broken
 
     if isinstance(comet_case, Broken):
         request.node.user_properties.append(("comet_verdict", "invalid"))
@@ -638,7 +638,7 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
     request.node.user_properties.append(("comet_case", comet_case.id))
     budget = limits(request.config)
     if budget and not _recorded(runner, comet_case):
-        from scaffold.budget import claim
+        from scaffold.experiment.budget import claim
 
         state = plugin_state(request.config)
         reason = claim(runner.experiment.root, state.session_token(), comet_case.id, budget)
@@ -684,7 +684,7 @@ def _recorded(runner: Runner, case: Case) -> bool:
     if not runner.settings.rerun_errors:
         return True
     from scaffold.errors import RecordError
-    from scaffold.record_files import read_record
+    from scaffold.records.files import read_record
 
     try:
         return read_record(path).verdict != "error"

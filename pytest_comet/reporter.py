@@ -17,7 +17,7 @@ Treatments that differ in more than the treatment (agent, model, backend, ...: a
 reused with another ``--agent``) are not compared: no report is written and the session ends with
 pytest's usage-error status (4), unless ``--allow-mixed`` (verdicts then say "not comparable").
 
-Budgets (``--max-trials``, ``--max-cost``: scaffold.budget). The trials a budget kept from starting are
+Budgets (``--max-trials``, ``--max-cost``: scaffold.experiment.budget). The trials a budget kept from starting are
 skipped tests ("not run: <reason>"), listed in the terminal and in a section of summary.md; the exit
 status is decided as usual on the trials that ran (skips never fail a session), so a budget never turns
 a failing session into a passing one by itself: its gates still answer for what ran. A resume (the same
@@ -136,7 +136,7 @@ class Reporter:
         import contextlib
         from datetime import UTC, datetime
 
-        from scaffold.status import finish_plan
+        from scaffold.experiment.status import finish_plan
 
         with contextlib.suppress(OSError):
             finish_plan(state.session.experiment().root, state.session_token(), datetime.now(UTC))
@@ -147,8 +147,8 @@ class Reporter:
     def _not_run_section(self, summary: Path, experiment_id: str) -> None:
         if not self.not_run or not summary.is_file():
             return
-        from scaffold.atomic import write_text_atomic
-        from scaffold.budget import not_run_markdown
+        from scaffold.experiment.budget import not_run_markdown
+        from scaffold.util.atomic import write_text_atomic
 
         section = not_run_markdown(self.not_run[0][1], sorted(case for case, _ in self.not_run), experiment_id)
         text = summary.read_text(encoding="utf-8")

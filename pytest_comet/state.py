@@ -15,7 +15,7 @@ from scaffold.errors import CometError
 
 if TYPE_CHECKING:
     from pytest_comet.ahead import Ahead, WorkerPlan
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
     from scaffold.session import EngineReport, HarnessSession, Options
 
 __all__ = ["ENGINES_KEY", "SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
@@ -93,7 +93,7 @@ class PluginState:
 
     def session_token(self) -> str:
         """This session's token, the same in the controller and every worker (handed over like the
-        experiment id): what --max-trials and --max-cost count by (scaffold.budget). Harness-free."""
+        experiment id): what --max-trials and --max-cost count by (scaffold.experiment.budget). Harness-free."""
         if self._token is None:
             workerinput = getattr(self.config, "workerinput", None)
             if workerinput and SESSION_KEY in workerinput:

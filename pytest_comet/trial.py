@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from scaffold.cases import Broken
 from scaffold.experiment import TRANSCRIPT_FILE
+from scaffold.experiment.cases import Broken
 
 if TYPE_CHECKING:
-    from scaffold.cases import Case
-    from scaffold.trial import TrialResult
+    from scaffold.experiment.cases import Case
+    from scaffold.trial.runner import TrialResult
 
 __all__ = ["Trial"]
 

@@ -160,6 +160,6 @@ class InputWarning(UserWarning):
 
 
 class TaskWarning(UserWarning):
-    """What loading a task noticed and accepted (scaffold.tasks.Task.warnings: an index.yaml entry that
+    """What loading a task noticed and accepted (scaffold.catalog.tasks.Task.warnings: an index.yaml entry that
     disagrees with task.toml, which wins): the task runs as its task.toml says, and the run says so once.
     ``-W error::scaffold.errors.TaskWarning`` makes it an error."""

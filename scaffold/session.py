@@ -31,12 +31,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scaffold.agent_install import require_program
 from scaffold.agents import Agent, create_agent
 from scaffold.agents.credentials import load_environment
-from scaffold.cases import Broken, Case, parse_list, select_cases, unshown_problems
+from scaffold.agents.install import require_program
+from scaffold.catalog.tasks import Task, TaskCatalog, load_catalog
+from scaffold.catalog.treatments import (
+    CONTROL,
+    DYNAMIC_SKILL,
+    TASK_SKILLS_PLACEHOLDER,
+    TreatmentCatalog,
+    dynamic_treatment,
+    load_treatments,
+    parse_skill_bases,
+)
 from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
+from scaffold.experiment.cases import Broken, Case, parse_list, select_cases, unshown_problems
 from scaffold.judge import judge_enabled, resolve_judge
 from scaffold.judge.transport import JudgeRun, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
@@ -48,17 +58,7 @@ from scaffold.skill_eval.resolve import (
     select_tasks,
     with_agent_endpoint,
 )
-from scaffold.start_gate import DEFAULT_WINDOW_S, LOAD_ENV, StartGate
-from scaffold.tasks import Task, TaskCatalog, load_catalog
-from scaffold.treatments import (
-    CONTROL,
-    DYNAMIC_SKILL,
-    TASK_SKILLS_PLACEHOLDER,
-    TreatmentCatalog,
-    dynamic_treatment,
-    load_treatments,
-    parse_skill_bases,
-)
+from scaffold.trial.start_gate import DEFAULT_WINDOW_S, LOAD_ENV, StartGate
 from scaffold.workspaces.backends import create_backend, sweep_crashed
 from scaffold.workspaces.engines import Engine, order, resolve_pool, total_capacity
 from scaffold.workspaces.image_aliases import resolve_image_aliases
@@ -68,7 +68,7 @@ from scaffold.workspaces.uv_tool import uv_binaries
 if TYPE_CHECKING:
     from scaffold.reports.gates import Gate
     from scaffold.skill_eval.manifest import Manifest
-    from scaffold.trial import KeepPolicy, Runner, Settings
+    from scaffold.trial.runner import KeepPolicy, Runner, Settings
     from scaffold.workspaces.docker.pool import EngineStatus
 
 __all__ = [
@@ -141,7 +141,7 @@ class Options:
     """Refuse to start when an engine of the pool is unreachable, rather than leave it out."""
     start_window: float = DEFAULT_WINDOW_S
     """``--start-window SECONDS``: at most one trial start per core of the machine running the agents in
-    any such window, for agents that call a model (scaffold.start_gate); 0 starts every trial at once."""
+    any such window, for agents that call a model (scaffold.trial.start_gate); 0 starts every trial at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,7 +478,7 @@ class HarnessSession:
 
     def agent(self) -> Agent:
         """The agent, with its credentials resolved and its program found: an unknown agent, a missing
-        credential or a CLI not installed where the run will look (scaffold.agent_install) fails here,
+        credential or a CLI not installed where the run will look (scaffold.agents.install) fails here,
         before any workspace exists."""
         if self._agent is None:
             options = self.resolved
@@ -501,9 +501,9 @@ class HarnessSession:
         return self._experiment
 
     def settings(self) -> Settings:
-        # scaffold.trial (the runner, transcripts, validation) is imported by the first trial, not by
+        # scaffold.trial.runner (the runner, transcripts, validation) is imported by the first trial, not by
         # the collection that every xdist worker must finish before any trial starts (docs/scale.md).
-        from scaffold.trial import Settings
+        from scaffold.trial.runner import Settings
 
         options = self.resolved
         return Settings(
@@ -600,7 +600,7 @@ class HarnessSession:
         needs; the caller closes ``runner.backend`` when the session ends. With an engine pool the backend
         is bound to *worker*'s engine among *live_engines* (the URLs the controller found answering;
         None: asked here)."""
-        from scaffold.trial import Runner
+        from scaffold.trial.runner import Runner
 
         tasks, treatments = self.catalogs()
         agent = self.agent()
@@ -634,7 +634,7 @@ class HarnessSession:
         )
 
     def start_gate(self) -> StartGate | None:
-        """The gate that spaces trial starts (scaffold.start_gate): for agents that call a model, shared by
+        """The gate that spaces trial starts (scaffold.trial.start_gate): for agents that call a model, shared by
         every worker and session of this user on this machine; None when off or needless."""
         window = self.options.start_window
         if window <= 0 or not self.agent().network.enabled:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
-from scaffold.plain import plain
+from scaffold.util.plain import plain
 
 __all__ = ["ApiFailure", "TokenUsage", "ToolCall", "Trajectory"]
 
@@ -24,7 +24,7 @@ class ToolCall(msgspec.Struct, frozen=True, gc=False):
 
 
 # Bounds checked when a record is decoded (never when a parser builds these): a record file with a count
-# beyond 64 bits or an infinite cost is damaged, and is listed as unreadable (scaffold.record_files).
+# beyond 64 bits or an infinite cost is damaged, and is listed as unreadable (scaffold.records.files).
 _Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
 _FINITE: Final = 1.7976931348623157e308
 _Money = Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE)]

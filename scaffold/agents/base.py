@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from scaffold.tasks import Task
+from scaffold.catalog.tasks import Task
+from scaffold.catalog.treatments import Treatment
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import Treatment
 from scaffold.workspaces.base import AgentNetwork, InstallSpec, Workspace
 
 __all__ = ["Agent", "AgentRequest", "AgentTraits"]

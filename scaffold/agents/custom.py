@@ -21,7 +21,7 @@ from scaffold.agents.cli import CliAgentSpec, Invocation
 from scaffold.agents.credentials import CredentialSpec, eval_home
 from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.errors import Problem
-from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
+from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
 from scaffold.workspaces.base import InstallSpec
 
 __all__ = ["AdapterCatalog", "adapters_dir", "load_adapters"]

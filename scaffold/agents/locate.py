@@ -7,7 +7,7 @@
 3. ``PATH``.
 
 The local backend runs the program found here (scaffold.agents.cli); a session checks at collection
-that there is one (scaffold.agent_install), so a missing CLI is a usage error rather than a run of
+that there is one (scaffold.agents.install), so a missing CLI is a usage error rather than a run of
 trials that all fail to start.
 """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from scaffold.agents.base import AgentRequest
 from scaffold.agents.builtin import NO_SKILLS
-from scaffold.process_output import ProcessResult
 from scaffold.trajectory import Trajectory
+from scaffold.util.process_result import ProcessResult
 from scaffold.workspaces.base import NO_NETWORK, InstallSpec, Workspace
 from scaffold.workspaces.layout import SOLUTION_DIR
 

@@ -49,7 +49,7 @@ class JudgeRequest:
     comet: bool = False
     """The comet-workflow profile: the comet judge re-scores the change's documents too."""
     changes: str = ""
-    """What the agent changed, as diffs (scaffold.changes.diff_text, bounded); empty when nothing did or
+    """What the agent changed, as diffs (scaffold.trial.changes.diff_text, bounded); empty when nothing did or
     it could not be captured."""
 
 

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Sequence
 
 from scaffold.errors import CometError
-from scaffold.httpserve import in_foreground
 from scaffold.modelserver.script import load_script
 from scaffold.modelserver.server import ScriptedModelServer
+from scaffold.util.httpserve import in_foreground
 
 __all__ = ["build_parser", "main"]
 

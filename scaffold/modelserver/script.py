@@ -30,8 +30,8 @@ import yaml
 from pydantic import Field, ValidationError
 
 from scaffold.errors import LoadError, Problem
-from scaffold.hashing import canonical_json
-from scaffold.schema import Model, NonEmptyStr, load_yaml, problems_from
+from scaffold.util.hashing import canonical_json
+from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from
 
 __all__ = [
     "Answer",

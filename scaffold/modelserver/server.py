@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scaffold.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 from scaffold.modelserver import anthropic, openai
 from scaffold.modelserver.script import Answer, Script, load_script, parse_script, plan_answer
+from scaffold.util.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 
 __all__ = ["REDACTED", "ScriptedModelServer", "redact_headers"]
 

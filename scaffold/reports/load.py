@@ -6,7 +6,7 @@ naming both directories. The same trial (experiment id and case id) found in two
 too: it would be counted twice.
 
 A record that cannot be read (damaged, truncated, a value of the wrong type or out of bounds: see
-scaffold.record_files) never stops the others: it is an ``UnreadableRecord`` naming the file and the
+scaffold.records.files) never stops the others: it is an ``UnreadableRecord`` naming the file and the
 field, which every report lists and ``comet report`` answers with its own exit status.
 """
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from scaffold.errors import RecordError, ReportError
 from scaffold.experiment import RECORD_FILE
-from scaffold.record_files import gc_paused, read_record, record_field
 from scaffold.records import TrialRecord
+from scaffold.records.files import gc_paused, read_record, record_field
 from scaffold.reports.model import TrialFiles, UnreadableRecord
 
 __all__ = ["Loaded", "load_experiments"]
@@ -44,7 +44,7 @@ def load_experiments(dirs: Sequence[Path], *, link_base: Path | None = None) -> 
     *link_base*: the folder the reports are written to; file links are made relative to it so the
     report folder can be moved together with the experiments.
     """
-    with gc_paused():  # see scaffold.record_files.gc_paused: 100,000 records are millions of objects
+    with gc_paused():  # see scaffold.records.files.gc_paused: 100,000 records are millions of objects
         return _load_experiments(dirs, link_base)
 
 

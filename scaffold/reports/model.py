@@ -182,7 +182,7 @@ class TrialLink(msgspec.Struct, frozen=True):
     category: str
     """Noise category: "included", "flagged" or "excluded"."""
     reason: str
-    """Noise reason (scaffold.noise reasons; "" for plain included trials)."""
+    """Noise reason (scaffold.records.noise reasons; "" for plain included trials)."""
     source: str
     """What decided the noise verdict: "structured" or "text"."""
     evidence: Mapping[str, Any]

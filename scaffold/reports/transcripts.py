@@ -12,7 +12,7 @@ error instead, and raises only when even that cannot be written.
 
 Many trials (``comet report --transcripts``): the trial folders are split between this process and one
 forked child (scaffold.reports.aside.can_fork says when that is safe); each reads its records once and
-renders with the one compiled template. The pages are written atomically (scaffold.atomic) but without
+renders with the one compiled template. The pages are written atomically (scaffold.util.atomic) but without
 flushing each to the disk: they can always be written again from the records.
 """
 
@@ -31,13 +31,13 @@ from typing import Any, Final
 from markupsafe import escape
 
 from scaffold.agents.streams.timeline import timeline
-from scaffold.atomic import write_text_atomic
 from scaffold.errors import RecordError
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
-from scaffold.record_files import read_record
 from scaffold.records import TrialRecord
+from scaffold.records.files import read_record
 from scaffold.reports.aside import can_fork
 from scaffold.reports.transcript import FileText, TrialFolder, TurnStream, render_transcript
+from scaffold.util.atomic import write_text_atomic
 
 __all__ = ["FILE_LIMIT", "STREAM_LIMIT", "Transcripts", "read_folder", "write_transcript", "write_transcripts"]
 

@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.atomic import write_text_atomic
 from scaffold.errors import ReportError
-from scaffold.record_files import gc_paused
 from scaffold.records import TrialRecord
+from scaffold.records.files import gc_paused
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.aside import FORK_MIN_TRIALS, Aside
 from scaffold.reports.comparable import Identities, refuse_mixed
@@ -26,6 +25,7 @@ from scaffold.reports.load import Loaded, load_experiments
 from scaffold.reports.model import Analysis, TrialFiles, UnreadableRecord
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
+from scaffold.util.atomic import write_text_atomic
 
 __all__ = [
     "COMPARISON",
@@ -80,7 +80,7 @@ def report_experiments(
     second at 100,000 records), and nothing here needs it: records and reports hold no cycles.
     ReportError when there is no readable record, unless *allow_empty* (the reports then say so).
     *keep_records*: return the records in ``Reported.loaded`` rather than freeing them (a process about
-    to end can skip freeing them one by one: see scaffold.cli.entry).
+    to end can skip freeing them one by one: see scaffold.cli.main.entry).
     MixedError, before any file is written, when treatments differ in more than the treatment (agent,
     model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*.
     """
@@ -125,7 +125,7 @@ def write_reports(
 ) -> Written:
     """Build the analysis once and write every chosen report into *out_dir* (created if needed); MixedError
     as ``report_experiments`` raises it."""
-    with gc_paused():  # millions of small acyclic objects: see scaffold.record_files.gc_paused
+    with gc_paused():  # millions of small acyclic objects: see scaffold.records.files.gc_paused
         return _write_reports(
             out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed
         )

@@ -12,7 +12,7 @@ from typing import Annotated, Final, Protocol
 
 import msgspec
 
-from scaffold.tasks import Task
+from scaffold.catalog.tasks import Task
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import ValidationOutcome
 

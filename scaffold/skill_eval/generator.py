@@ -19,13 +19,13 @@ from typing import Any, Final
 
 from scaffold.agents import create_agent
 from scaffold.agents.base import Agent, AgentRequest
+from scaffold.catalog.tasks import Task, load_task
+from scaffold.catalog.treatments import Treatment
 from scaffold.errors import AgentError, WorkspaceError
 from scaffold.skill_eval.answer import AnswerError, check_tasks, find_tasks
 from scaffold.skill_eval.prompt import OUTPUT_FILE, SKILL_DIR, generator_prompt
 from scaffold.skill_eval.snapshot import SkillSnapshot
-from scaffold.tasks import Task, load_task
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import Treatment
 from scaffold.workspaces.backends import create_backend
 from scaffold.workspaces.base import Backend
 

@@ -36,12 +36,12 @@ from urllib.parse import urlsplit
 import jsonschema
 import yaml
 
+from scaffold.catalog.tasks import load_task
+from scaffold.catalog.treatments import CONTROL
 from scaffold.errors import GateError, ManifestError, Problem, TaskError
 from scaffold.python.validation.core import json_path_steps
 from scaffold.reports.gates import parse_gate
-from scaffold.schema import load_yaml, yaml_problem
-from scaffold.tasks import load_task
-from scaffold.treatments import CONTROL
+from scaffold.util.schema import load_yaml, yaml_problem
 
 __all__ = [
     "API_VERSION",
@@ -116,7 +116,7 @@ class EvalSkill:
 
 
 SkillRef = EvalSkill
-"""The contract's name for EvalSkill (one class: scaffold.treatments has its own SkillRef)."""
+"""The contract's name for EvalSkill (one class: scaffold.catalog.treatments has its own SkillRef)."""
 
 
 @dataclass(frozen=True, slots=True)

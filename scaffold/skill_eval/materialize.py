@@ -24,10 +24,10 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from scaffold.atomic import locked
+from scaffold.catalog.tasks import INDEX_FILE, Task, TaskSpec, load_task
 from scaffold.errors import SelectionError
 from scaffold.skill_eval.manifest import InlineTask, Manifest, SourceTask
-from scaffold.tasks import INDEX_FILE, Task, TaskSpec, load_task
+from scaffold.util.atomic import locked
 
 __all__ = ["CHECK_SCRIPT", "EXPECT_FILE", "INLINE_TIMEOUT_SEC", "builtin_environment", "plan_tasks", "write_tasks"]
 

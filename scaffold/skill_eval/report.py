@@ -10,11 +10,11 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from scaffold.atomic import write_text_atomic
 from scaffold.reports.gates import GateResult
 from scaffold.reports.model import Analysis
 from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.quality import QUALITY_FILE, QualityResult, assess, quality_json, quality_markdown
+from scaffold.util.atomic import write_text_atomic
 
 __all__ = ["write_quality"]
 

@@ -1,6 +1,6 @@
 """What a skill evaluation runs and with which settings: one resolution for ``comet eval`` and the session.
 
-Both the command (scaffold.skill_eval.plan) and the pytest session (scaffold.session, for
+Both the command (scaffold.cli.eval.plan) and the pytest session (scaffold.session, for
 ``--eval-manifest``) call these two functions, so the rules live here once:
 
 * **task selection**: ``--task`` > ``--quick`` (generic-skill-smoke) > the manifest's ``evaluation.tasks``
@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from scaffold.cases import parse_list
+from scaffold.experiment.cases import parse_list
 
 if TYPE_CHECKING:  # the session imports this module at its start, the manifest validator only when used
     from scaffold.skill_eval.manifest import Manifest
@@ -158,7 +158,7 @@ def resolve_settings(
     the user's ``.env`` (scaffold.agents.credentials.load_environment); *process* alone tells the two
     apart in the sources (``environment (NAME)`` against ``<env_file> (NAME)``); without it every value
     found reads ``environment (NAME)``. The model and API have no environment layer here: each agent
-    reads its own variables (the command shows them, scaffold.skill_eval.plan)."""
+    reads its own variables (the command shows them, scaffold.cli.eval.plan)."""
     process = merged if process is None else process
     execution, judge = (manifest.execution, manifest.judge) if manifest else (None, None)
     agent = _pick(

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Final
 
 from scaffold.errors import CometError
-from scaffold.hashing import hash_json
+from scaffold.util.hashing import hash_json
 
 __all__ = [
     "MAX_BYTES",

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from scaffold.httpserve import in_foreground
 from scaffold.traceserver.failures import Failure, parse_delay, parse_failure
 from scaffold.traceserver.server import TraceServer
+from scaffold.util.httpserve import in_foreground
 
 __all__ = ["add_arguments", "build_parser", "main", "serve"]
 

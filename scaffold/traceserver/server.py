@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from scaffold.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 from scaffold.traceserver.bodies import BodyError, Handled, inflate
 from scaffold.traceserver.failures import Failure, FailurePlan, Injected
 from scaffold.traceserver.langfuse import LangfuseState
 from scaffold.traceserver.langsmith import LangSmithState
 from scaffold.traceserver.redact import REDACTED, redact_headers, scrub, secrets_in
 from scaffold.traceserver.routes import route_of
+from scaffold.util.httpserve import LocalServer, TrackedHandler, TrackedHTTPServer
 
 __all__ = ["REDACTED", "TraceServer"]
 
@@ -100,7 +100,7 @@ class TraceServer(LocalServer):
     def clear_failures(self) -> None:
         self._failures.clear()
 
-    # --- lifecycle (scaffold.httpserve.LocalServer) -------------------------------------------------
+    # --- lifecycle (scaffold.util.httpserve.LocalServer) -------------------------------------------------
 
     def _closed(self) -> None:
         if self.decoded_path is not None:

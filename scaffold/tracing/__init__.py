@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from scaffold.catalog.tasks import Task
 from scaffold.records import TrialRecord
 from scaffold.rubrics import JUDGE_SOURCE
-from scaffold.tasks import Task
 from scaffold.trajectory import Trajectory
 
 __all__ = [

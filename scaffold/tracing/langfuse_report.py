@@ -30,16 +30,16 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from scaffold.agents.credentials import Redactor
-from scaffold.atomic import write_json_atomic
+from scaffold.catalog.tasks import Task
 from scaffold.errors import RecordError, TracingError
 from scaffold.experiment import Experiment
-from scaffold.hashing import hash_tree
-from scaffold.record_files import read_record
 from scaffold.records import TrialRecord
+from scaffold.records.files import read_record
 from scaffold.reports.gates import GateResult
-from scaffold.tasks import Task
 from scaffold.tracing import case_inputs, feedback, reference_outputs, trajectory_observations, trial_outputs
 from scaffold.tracing.summary import ExperimentSummary, experiment_summary
+from scaffold.util.atomic import write_json_atomic
+from scaffold.util.hashing import hash_tree
 
 if TYPE_CHECKING:
     from langfuse import Langfuse
@@ -402,8 +402,8 @@ def reupload(
     """Send an existing experiment again from its records: each trial's trace and scores (described with
     its task when the task is found unchanged: the experiment's own ``tasks/``, else the built-in ones),
     the summary, then tracing.json rewritten. TracingError when the keys are refused (nothing sent)."""
+    from scaffold.catalog.tasks import load_catalog
     from scaffold.session import BUILTIN_TASKS_DIR
-    from scaffold.tasks import load_catalog
 
     experiment = Experiment(folder.name, folder.absolute())
     records: list[TrialRecord] = []

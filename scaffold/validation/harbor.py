@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from scaffold.catalog.tasks import Task
 from scaffold.errors import VerifierError
-from scaffold.tasks import Task
 from scaffold.validation.results import CheckStatus, ValidationCheck, ValidationOutcome
 from scaffold.workspaces.base import Workspace
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from scaffold.atomic import json_bytes
-from scaffold.process_output import ProcessResult
-from scaffold.tasks import Task
+from scaffold.catalog.tasks import Task
+from scaffold.util.atomic import json_bytes
+from scaffold.util.process_result import ProcessResult
 from scaffold.validation.results import ValidationCheck, ValidationOutcome, parse_outputs, parse_results
 from scaffold.workspaces.base import Workspace
 from scaffold.workspaces.layout import CONTEXT_FILE, RESULTS_FILE, SHIM_DIR, VALIDATION_DIR, shim_files

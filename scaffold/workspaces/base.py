@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Final, Literal, Protocol
 from urllib.parse import urlsplit
 
-from scaffold.process_output import ProcessResult
-from scaffold.tasks import Task
+from scaffold.catalog.tasks import Task
+from scaffold.util.process_result import ProcessResult
 
 __all__ = [
     "NO_NETWORK",
@@ -210,7 +210,7 @@ class Backend(Protocol):
 
     def start_slots(self) -> tuple[str, int]:
         """Where the agents' processes run and how many of them may start at once there: (a key naming
-        that machine, ``local`` or the engine's URL; its cores), for scaffold.start_gate. Never raises: a
+        that machine, ``local`` or the engine's URL; its cores), for scaffold.trial.start_gate. Never raises: a
         backend that cannot tell (its engine is down) says 0 slots, which admits at once."""
 
     def prepare(self, task: Task) -> None:

@@ -38,7 +38,7 @@ __all__ = [
 KEEP_LIMIT: Final = 256 * 1024
 """Files up to this size keep the bytes read to hash them for the next :meth:`HostFiles.read_files`."""
 KEEP_TOTAL: Final = 16 * 1024 * 1024
-"""At most this many bytes are kept per manifest (the changes' snapshot reads no more: scaffold.changes)."""
+"""At most this many bytes are kept per manifest (the changes' snapshot reads no more: scaffold.trial.changes)."""
 
 _READ_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
@@ -448,7 +448,7 @@ _FOLDER_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEX
 
 def removal_steps(path: Path, step: int = REMOVAL_STEP) -> Iterator[None]:
     """Remove the folder *path* and all in it, as a generator: each ``next`` removes up to *step* entries,
-    so whoever runs it can stop between two (scaffold.background). Every entry is removed through its open
+    so whoever runs it can stop between two (scaffold.util.background). Every entry is removed through its open
     folder, as ``shutil.rmtree``'s safe walk does: a link is removed, never followed, also one put where a
     folder was. As ``rmtree(ignore_errors=True)``, what cannot be removed is left, silently; a *path* that
     is a file or a link is removed."""

@@ -1,7 +1,7 @@
 """What a fresh copy of a task's files holds, known without reading it again.
 
 Every trial starts from a fresh copy of its task's ``environment/``, and the first thing the runner does
-with it is list and hash every file (scaffold.changes.capture: what the agent starts from). Trial after
+with it is list and hash every file (scaffold.trial.changes.capture: what the agent starts from). Trial after
 trial that is the same files with the same content: for a repository of a few thousand files, hashing
 them again is most of what tracking the agent's changes costs. So the copy notes, file by file, which
 source file each came from (:class:`Copied`), and the first manifest of the workspace takes the digest

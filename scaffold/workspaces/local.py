@@ -34,11 +34,11 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from scaffold.background import Background
+from scaffold.catalog.tasks import Task
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import ProcessResult
-from scaffold.procs import run_process
-from scaffold.tasks import Task
+from scaffold.util.background import Background
+from scaffold.util.process_result import ProcessResult
+from scaffold.util.run_process import run_process
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
 from scaffold.workspaces.files import HostFiles, fresh_copy, removal_steps, remove_empty_parents
 from scaffold.workspaces.fresh_copies import Copied

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from scaffold.process_output import ProcessResult
-from scaffold.tasks import Task
+from scaffold.catalog.tasks import Task
+from scaffold.util.process_result import ProcessResult
 from scaffold.workspaces.base import ValidationPolicy, Workspace
 from scaffold.workspaces.files import HostFiles, fresh_copy
 

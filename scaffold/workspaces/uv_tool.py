@@ -19,8 +19,8 @@ import zipfile
 from pathlib import Path
 from typing import Final
 
-from scaffold.atomic import locked
 from scaffold.errors import WorkspaceError
+from scaffold.util.atomic import locked
 
 __all__ = ["UV_VERSION", "uv_binaries"]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.cli import _parser
-from scaffold.skill_eval.planner import SUITES, plan_eval
-from scaffold.skill_eval.target import UsageError
+from scaffold.cli.eval.planner import SUITES, plan_eval
+from scaffold.cli.eval.target import UsageError
+from scaffold.cli.main import _parser
 from scaffold.traceserver import Failure, TraceServer
 from tests.langfuse_suite.test_suite import PUBLIC, ROOT, SECRET, assert_no_secret, every_file, suite_env
 
@@ -21,7 +21,7 @@ SKILL = ROOT / "examples" / "markdown-report"
 
 
 def comet_eval(tmp_path: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "scaffold.cli", "eval", str(SKILL), "--suite", "langfuse", "--agent", "oracle"]
+    argv = [sys.executable, "-m", "scaffold.cli.main", "eval", str(SKILL), "--suite", "langfuse", "--agent", "oracle"]
     argv += ["--quick", "--out", str(tmp_path / "runs"), *args]
     return subprocess.run(
         argv, check=False, cwd=ROOT, env=suite_env(tmp_path, url), capture_output=True, text=True, timeout=300

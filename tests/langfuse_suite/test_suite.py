@@ -186,7 +186,7 @@ def test_a_failing_service_loses_no_trial_and_exits_6(tmp_path: Path) -> None:
     with TraceServer() as server:
         env = suite_env(tmp_path, server.url)
         again = subprocess.run(
-            [sys.executable, "-m", "scaffold.cli", "report", str(folder), "--suite", "langfuse"],
+            [sys.executable, "-m", "scaffold.cli.main", "report", str(folder), "--suite", "langfuse"],
             check=False,
             cwd=ROOT,
             env=env,
@@ -316,7 +316,7 @@ def test_in_a_run_from_the_repository_import_langfuse_is_the_sdk_not_the_suite_f
 
 
 _EVAL = (
-    "__import__('scaffold.cli', fromlist=['main']).main("
+    "__import__('scaffold.cli.main', fromlist=['main']).main("
     "['eval', __import__('os').environ['COMET_SKILL'], '--collect', '--agent', 'oracle', *sys.argv[1:]])"
 )
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scaffold.experiment import RECORD_FILE
-from scaffold.record_files import read_record
+from scaffold.records.files import read_record
 from scaffold.traceserver import Failure, TraceServer
 from tests.support.factories import REPO, TaskFactory
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from scaffold.cli import main
+from scaffold.cli.main import main
 from tests.support.factories import REPO, TaskFactory
 
 FAKE = REPO / "tests" / "data" / "fake_agent.py"
@@ -251,17 +251,17 @@ def test_the_plain_lines_read_the_plan_once(
 ) -> None:
     # The plan lists every case: reading it again for each finished trial would cost a session of N trials
     # N reads of N cases.
-    import scaffold.status
+    import scaffold.experiment.status
 
     four_tasks(suite)
     reads: list[Path] = []
-    real = scaffold.status.read_plan
+    real = scaffold.experiment.status.read_plan
 
     def counting(root: Path) -> dict[str, Any] | None:
         reads.append(root)
         return real(root)
 
-    monkeypatch.setattr(scaffold.status, "read_plan", counting)
+    monkeypatch.setattr(scaffold.experiment.status, "read_plan", counting)
     result = pytester.runpytest_inprocess(
         f"--workspace-root={pytester.path / 'ws'}", "--experiment-id=once", "--count=2"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.cli import REPORT_MIXED, main
+from scaffold.cli.main import REPORT_MIXED, main
 from tests.support.factories import TaskFactory
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from scaffold.cli import main
+from scaffold.cli.main import main
 from tests.support.factories import TaskFactory
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from pytest_comet.trial import Trial
-from scaffold.cases import Case
 from scaffold.experiment import RECORD_FILE, TRANSCRIPT_FILE
-from scaffold.trial import TrialResult
+from scaffold.experiment.cases import Case
+from scaffold.trial.runner import TrialResult
 from tests.support.records import rec
 
 

@@ -11,11 +11,11 @@ from typing import Any
 from scaffold.agents.base import AgentRequest, AgentTraits
 from scaffold.agents.builtin import builtin_spec
 from scaffold.agents.credentials import resolve_credentials
+from scaffold.catalog.tasks import load_catalog
+from scaffold.catalog.treatments import load_treatments
 from scaffold.experiment import Experiment
-from scaffold.tasks import load_catalog
 from scaffold.trajectory import Trajectory
-from scaffold.treatments import load_treatments
-from scaffold.trial import Runner, Settings
+from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces.base import NO_NETWORK, InstallSpec, Workspace
 from tests.support.factories import TaskFactory
 

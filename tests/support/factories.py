@@ -148,10 +148,10 @@ def make_runner(
 ) -> Any:
     """A real Runner over real folders, workspaces under *root*/ws and logs under *root*/logs."""
     from scaffold.agents import create_agent
+    from scaffold.catalog.tasks import load_catalog
+    from scaffold.catalog.treatments import load_treatments
     from scaffold.experiment import Experiment
-    from scaffold.tasks import load_catalog
-    from scaffold.treatments import load_treatments
-    from scaffold.trial import Runner, Settings
+    from scaffold.trial.runner import Runner, Settings
     from scaffold.workspaces.backends import create_backend
 
     return Runner(

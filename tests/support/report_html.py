@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from scaffold.plain import plain
 from scaffold.records import TrialRecord
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.model import Analysis, TrialFiles
+from scaffold.util.plain import plain
 from tests.support.records import changed, dims, rec
 from tests.support.synthetic import STREAM_FILE, synthetic_records, task_names
 

@@ -21,9 +21,9 @@ from typing import Any
 import msgspec
 
 from scaffold.experiment import RECORD_FILE, Experiment
-from scaffold.hashing import hash_json
 from scaffold.records import TrialRecord, Verdict
 from scaffold.rubrics.generic import WEIGHTS
+from scaffold.util.hashing import hash_json
 
 __all__ = ["STREAM_FILE", "synthetic_records", "task_names", "treatment_names", "write_experiment"]
 

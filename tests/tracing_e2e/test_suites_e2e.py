@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from scaffold.cli.eval.outcome import EXIT_REPORTING
 from scaffold.modelserver import ScriptedModelServer, load_script
-from scaffold.skill_eval.outcome import EXIT_REPORTING
 from scaffold.traceserver import Failure, TraceServer
 from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_run_env
 from tests.support.factories import REPO

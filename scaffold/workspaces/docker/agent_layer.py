@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import tail
-from scaffold.procs import run_process
+from scaffold.util.process_result import tail
+from scaffold.util.run_process import run_process
 from scaffold.workspaces.base import InstallSpec
 from scaffold.workspaces.docker.copy_mode import first_file, tar_stream
 from scaffold.workspaces.docker.engine import engine_lock, file_lock, state_dir

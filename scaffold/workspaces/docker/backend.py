@@ -50,8 +50,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from scaffold.agents.locate import node_script
+from scaffold.catalog.tasks import HarborSettings, Task
 from scaffold.errors import SkillLeakError, WorkspaceError
-from scaffold.tasks import HarborSettings, Task
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
 from scaffold.workspaces.docker.agent_layer import (
     ENABLE_CACHE_FILE,

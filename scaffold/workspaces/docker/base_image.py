@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import tail
+from scaffold.util.process_result import tail
 from scaffold.workspaces.docker.engine import connect, file_lock, image_id, safe_name, state_dir
 
 __all__ = [

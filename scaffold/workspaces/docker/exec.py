@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import ProcessResult
-from scaffold.procs import TERM_GRACE_S
+from scaffold.util.process_result import ProcessResult
+from scaffold.util.run_process import TERM_GRACE_S
 
 __all__ = ["EXEC_MARK", "exit_code", "kill_marked", "quick_exec", "run_command", "split_env", "wrap_command"]
 

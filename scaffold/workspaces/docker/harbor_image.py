@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scaffold.catalog.tasks import Task
 from scaffold.errors import WorkspaceError
-from scaffold.tasks import Task
 from scaffold.workspaces.docker.dockerfile import (
     CA_CONTEXT_NAME,
     Rewrite,

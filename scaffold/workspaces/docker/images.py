@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from scaffold.errors import WorkspaceError
-from scaffold.hashing import hash_json, hash_tree
-from scaffold.process_output import tail
+from scaffold.util.hashing import hash_json, hash_tree
+from scaffold.util.process_result import tail
 from scaffold.workspaces.engines import Engine
 
 __all__ = ["DEFAULT_BUILD_TIMEOUT_S", "build_image", "copy_image", "task_image_tag"]

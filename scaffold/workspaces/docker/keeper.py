@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import ProcessResult
-from scaffold.procs import TERM_GRACE_S
+from scaffold.util.process_result import ProcessResult
+from scaffold.util.run_process import TERM_GRACE_S
 from scaffold.workspaces.docker.exec import READER_GRACE_S, split_env, wrap_command
 
 __all__ = ["CONTROL", "CONTROL_PARENT", "KEEPER_SCRIPT", "NO_DNS", "Keeper", "make_control"]

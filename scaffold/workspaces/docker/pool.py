@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from scaffold.catalog.tasks import Task
 from scaffold.errors import WorkspaceError
-from scaffold.tasks import Task
 from scaffold.workspaces.base import Workspace
 from scaffold.workspaces.docker.backend import DockerBackend
 from scaffold.workspaces.docker.base_image import BASE_TAG, RELEASES, base_tag

@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scaffold.background import Background
 from scaffold.errors import WorkspaceError
+from scaffold.util.background import Background
 from scaffold.workspaces.owners import Owner
 
 __all__ = ["LABEL", "OWNER", "Reaper", "Session", "remove_container", "remove_volume", "sweep"]

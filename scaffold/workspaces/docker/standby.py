@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from scaffold.tasks import Task
+    from scaffold.catalog.tasks import Task
     from scaffold.workspaces.docker.workspace import DockerWorkspace
 
 __all__ = [

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
+from scaffold.catalog.tasks import Task
 from scaffold.errors import WorkspaceError
-from scaffold.process_output import ProcessResult
-from scaffold.tasks import Task
+from scaffold.util.process_result import ProcessResult
 from scaffold.workspaces.base import ValidationPolicy, WorkspaceManifest
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, put_absolute
 from scaffold.workspaces.docker.exec import kill_marked, run_command

@@ -13,7 +13,7 @@ import yaml
 from scaffold.agents import create_agent
 from scaffold.agents.cli import CliAgent
 from scaffold.agents.conversation import decision_point
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from tests.support.factories import REPO, TaskFactory, make_runner
 
 FAKE = REPO / "tests" / "data" / "fake_agent.py"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.records import TrialRecord
 from scaffold.workspaces.backends import create_backend

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from tests.support.agents import require_cli
 from tests.support.factories import REPO, make_runner
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from scaffold.judge import JudgeConfig, JudgeRequest
 from scaffold.judge.config import MODEL_REQUIRED
 from scaffold.judge.transport import JudgeRun

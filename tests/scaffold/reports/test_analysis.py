@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scaffold.record_files import upgrade
+from scaffold.records.files import upgrade
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Analysis, TrialFiles
 from scaffold.reports.verdicts import label_of

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from scaffold.errors import MixedError
-from scaffold.record_files import upgrade
 from scaffold.records import TrialRecord
+from scaffold.records.files import upgrade
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.config import ReportOutputs
 from scaffold.reports.gates import evaluate_gates, parse_gate

@@ -13,17 +13,17 @@ from urllib.parse import unquote
 
 import pytest
 
-from scaffold.atomic import write_json_atomic
-from scaffold.cli import main
+from scaffold.cli.main import main
 from scaffold.records import TrialRecord
 from scaffold.reports.load import load_experiments
 from scaffold.reports.results import result_lines
 from scaffold.reports.write import FORK_MIN_TRIALS
+from scaffold.util.atomic import write_json_atomic
 from tests.support.records import changed, suite, tasks
 from tests.support.synthetic import synthetic_records, task_names, treatment_names
 from tests.support.synthetic import write_experiment as write_synthetic
 
-COMET = [sys.executable, "-m", "scaffold.cli"]  # the console script's entry(), as `comet` runs it
+COMET = [sys.executable, "-m", "scaffold.cli.main"]  # the console script's entry(), as `comet` runs it
 
 
 def write_experiment(root: Path, experiment_id: str, records: list[TrialRecord]) -> Path:
@@ -158,7 +158,7 @@ def test_markdown_off_by_configuration_and_the_real_command(tmp_path: Path) -> N
     config = tmp_path / "outputs.json"
     config.write_text('{"report_outputs": {"markdown": false}}')
     done = subprocess.run(
-        [sys.executable, "-m", "scaffold.cli", "report", str(one), "--report-config", str(config)],
+        [sys.executable, "-m", "scaffold.cli.main", "report", str(one), "--report-config", str(config)],
         capture_output=True,
         text=True,
         check=False,

@@ -39,7 +39,7 @@ def test_rows_say_null_for_unknown_never_nan_or_zero() -> None:
     assert errored["passed"] is None and errored["weighted_score"] is None
     assert errored["tokens"] is None and errored["cost_usd"] is None
     assert errored["record"] is None and errored["streams"] == []
-    # A record file cannot hold NaN (scaffold.record_files reads it as None), but a record made in memory can.
+    # A record file cannot hold NaN (scaffold.records.files reads it as None), but a record made in memory can.
     nan_score = result_row(msgspec.structs.replace(rec("a", "S", 2, "failed"), weighted_score=float("nan")))
     assert nan_score["weighted_score"] is None and nan_score["passed"] is False
 

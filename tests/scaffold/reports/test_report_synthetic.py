@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from scaffold.experiment import RECORD_FILE
-from scaffold.record_files import read_record
+from scaffold.records.files import read_record
 from tests.support.synthetic import STREAM_FILE, synthetic_records, task_names, treatment_names, write_experiment
 
 

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scaffold.cases import Case
-from scaffold.cli import REPORT_UNREADABLE, main
+from scaffold.cli.main import REPORT_UNREADABLE, main
+from scaffold.experiment.cases import Case
 from tests.support.factories import TaskFactory, make_runner
 
 Step = str | int

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
-from scaffold.cli import main
+from scaffold.cli.main import main
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
-from scaffold.record_files import read_record, write_record
 from scaffold.records import TrialRecord
+from scaffold.records.files import read_record, write_record
 from scaffold.reports.transcript import BUDGETS, PAGE_LIMIT, render_transcript
 from scaffold.reports.transcript_page import Clip, clip_html, href
 from scaffold.reports.transcripts import read_folder, write_transcript, write_transcripts

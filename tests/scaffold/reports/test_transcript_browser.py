@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, TRANSCRIPT_FILE
+from scaffold.experiment.cases import Case
 from scaffold.judge import JudgeConfig
 from scaffold.judge.transport import JudgeRun
 from scaffold.modelserver import ScriptedModelServer, load_script

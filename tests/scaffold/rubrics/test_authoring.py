@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scaffold.profiles import get_profile
+from scaffold.catalog.tasks import load_task
 from scaffold.rubrics import JUDGE_SOURCE, Dimension, RubricInput, RubricResult, authoring
-from scaffold.tasks import load_task
+from scaffold.rubrics.profiles import get_profile
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 from scaffold.workspaces.files import HostFiles

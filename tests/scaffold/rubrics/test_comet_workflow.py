@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from comet_engine.skills.companions import state_digest
-from scaffold.profiles import COMET_WORKFLOW, get_profile, resolve_profile
+from scaffold.catalog.tasks import Task, TaskSpec
 from scaffold.rubrics import Dimension, RubricInput, RubricResult, WorkspaceFiles, comet_workflow
 from scaffold.rubrics.comet_workflow import WEIGHTS, normalize_skills, score
-from scaffold.tasks import Task, TaskSpec
+from scaffold.rubrics.profiles import COMET_WORKFLOW, get_profile, resolve_profile
 from scaffold.trajectory import ToolCall, Trajectory
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 from scaffold.workspaces.files import HostFiles

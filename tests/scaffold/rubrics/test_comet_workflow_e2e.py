@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from scaffold.modelserver import ScriptedModelServer, load_script
-from scaffold.workflow_setup import WORKFLOW_INSTRUCTION
+from scaffold.rubrics.workflow_setup import WORKFLOW_INSTRUCTION
 from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_cli_env
 from tests.support.factories import TaskFactory, make_runner
 

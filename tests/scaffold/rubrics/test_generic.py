@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from scaffold.agents.streams.claude import parse_claude_stream
-from scaffold.profiles import get_profile
+from scaffold.catalog.tasks import Task, TaskSpec
 from scaffold.rubrics import Dimension, RubricInput, weighted_score
 from scaffold.rubrics.generic import WEIGHTS, score
-from scaffold.tasks import Task, TaskSpec
+from scaffold.rubrics.profiles import get_profile
 from scaffold.trajectory import ToolCall, Trajectory
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 from tests.support.factories import REPO

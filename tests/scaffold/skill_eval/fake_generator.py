@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scaffold.catalog.tasks import load_catalog
 from scaffold.skill_eval import generated
 from scaffold.skill_eval.generator import Attempt, GeneratorResult, GeneratorSettings
 from scaffold.skill_eval.manifest import synthesize_manifest
-from scaffold.tasks import load_catalog
 from tests.support.factories import REPO
 
 BUILTIN = load_catalog([REPO / "local" / "tasks"]).names()

@@ -300,7 +300,7 @@ def test_the_command_serves_until_sigterm_and_writes_the_decoded_view(tmp_path: 
     cmd = [
         sys.executable,
         "-m",
-        "scaffold.cli",
+        "scaffold.cli.main",
         "trace-server",
         "--port",
         "0",
@@ -329,7 +329,7 @@ def test_the_command_serves_until_sigterm_and_writes_the_decoded_view(tmp_path: 
 
 
 def test_the_command_rejects_a_bad_failure_spec() -> None:
-    cmd = [sys.executable, "-m", "scaffold.cli", "trace-server", "--fail", "langfuse.scores"]
+    cmd = [sys.executable, "-m", "scaffold.cli.main", "trace-server", "--fail", "langfuse.scores"]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "ROUTE=VALUE" in done.stderr

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
+from scaffold.catalog.tasks import load_task
 from scaffold.errors import TaskError
+from scaffold.experiment.cases import Case
 from scaffold.python.validation.core import load_test_context
-from scaffold.tasks import load_task
 from scaffold.validation.results import parse_outputs
 from scaffold.validation.runner import validate
 from scaffold.workspaces.layout import CONTEXT_FILE

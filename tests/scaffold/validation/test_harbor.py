@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scaffold.tasks import HarborSettings, Task, TaskSpec
+from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec
 from scaffold.validation.harbor import UV_SETUP, parse_ctrf, parse_reward, uv_shim_needed
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 

@@ -1,6 +1,6 @@
 """The Harbor verifier's contract on a real engine, with small Harbor-format tasks made here.
 
-What the example corpus (tests/scaffold/test_harbor_tasks.py) cannot show on its own: a reward the agent
+What the example corpus (tests/scaffold/catalog/test_harbor_tasks.py) cannot show on its own: a reward the agent
 planted is not a verdict, no reward is a harness error (excluded), a verifier that runs out of time is a
 failure, the network is what the task allows, a CONTROL image holding a skill is excluded, our own YAML
 treatments apply to Harbor tasks, and copy mode runs them the same.
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from scaffold.agents.oracle import NopAgent, OracleAgent
-from scaffold.cases import Case
+from scaffold.catalog.tasks import load_catalog
+from scaffold.catalog.treatments import CONTROL, TASK_SKILLS_PLACEHOLDER, load_treatments
 from scaffold.experiment import Experiment
+from scaffold.experiment.cases import Case
 from scaffold.records import TrialRecord
-from scaffold.tasks import load_catalog
-from scaffold.treatments import CONTROL, TASK_SKILLS_PLACEHOLDER, load_treatments
-from scaffold.trial import Runner, Settings
+from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces.docker import DockerBackend
 from scaffold.workspaces.uv_tool import uv_binaries
 
@@ -240,7 +240,7 @@ def test_names_resolve_for_the_verifier_with_the_internet_and_fail_at_once_for_t
     # On the internal host-only network the engine's resolver never answers for a name outside (a lookup
     # waits out its timeout: Claude Code makes one as it exits), so the agent's container gets a resolver
     # that refuses at once; a verifier the task lets reach the internet gets the engine's back.
-    from scaffold.tasks import load_task
+    from scaffold.catalog.tasks import load_task
     from scaffold.workspaces.base import ValidationPolicy
 
     task = load_task(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.cases import Case
-from scaffold.tasks import load_task
+from scaffold.catalog.tasks import load_task
+from scaffold.experiment.cases import Case
 from scaffold.validation.results import ValidationCheck, ValidationOutcome, parse_results
 from scaffold.validation.runner import validate
 from scaffold.workspaces.layout import VALIDATION_DIR

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.tasks import load_task
+from scaffold.catalog.tasks import load_task
 from scaffold.workspaces import files, fresh_copies
 from scaffold.workspaces.base import Workspace
 from scaffold.workspaces.files import HostFiles, fresh_copy, host_manifest

@@ -77,9 +77,9 @@ def test_the_session_resolves_the_aliases_it_hands_the_backend(tmp_path: Path) -
 
 
 def test_comet_eval_hands_the_aliases_to_the_pytest_session(tmp_path: Path) -> None:
-    from scaffold.skill_eval import command
-    from scaffold.skill_eval.command import plan_eval
-    from tests.scaffold.skill_eval.test_command_plan import args, manifest_data, skill
+    from scaffold.cli.eval import command
+    from scaffold.cli.eval.command import plan_eval
+    from tests.scaffold.cli.eval.test_plan import args, manifest_data, skill
 
     folder = skill(tmp_path / "skills", manifest_data())
     parsed = args(folder, "--agent", "oracle", "--image-alias", "ubuntu:24.04=comet-eval/base:trixie")

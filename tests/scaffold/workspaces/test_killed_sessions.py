@@ -316,7 +316,7 @@ def test_a_killed_docker_runs_workspace_and_control_folder_go_at_the_next_start(
 def test_destroying_a_workspace_ends_what_its_agent_left_running(factory: TaskFactory, tmp_path: Path) -> None:
     """Ctrl-C mid-agent: the runner destroys the workspace before validation ever began; an escaped child
     (its own session) ends with it, as strict validation would have ended it."""
-    from scaffold.tasks import load_catalog
+    from scaffold.catalog.tasks import load_catalog
     from scaffold.workspaces.local import LocalBackend
 
     factory.task("t")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.tasks import Task, load_task
+from scaffold.catalog.tasks import Task, load_task
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 from scaffold.workspaces.local import LocalBackend
 from scaffold.workspaces.netns import IsolatedNetwork
@@ -225,7 +225,7 @@ def test_shared_validation_keeps_the_agents_processes(
 
 def test_the_runner_begins_validation_before_the_first_check(factory: TaskFactory, tmp_path: Path) -> None:
     """The trial runner makes the call, once, with STRICT, before any validation command."""
-    from scaffold.cases import Case
+    from scaffold.experiment.cases import Case
     from scaffold.workspaces.testing import Command, Reply, ScriptedBackend
     from tests.support.factories import make_runner
 

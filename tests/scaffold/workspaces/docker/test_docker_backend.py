@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
+from scaffold.catalog.tasks import Task, load_task
 from scaffold.errors import WorkspaceError
-from scaffold.tasks import Task, load_task
+from scaffold.experiment.cases import Case
 from scaffold.workspaces.backends import create_backend
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
 from scaffold.workspaces.docker import DockerBackend, DockerWorkspace, sweep
@@ -715,7 +715,7 @@ _KILLED_TRIAL = """
 import os, tempfile
 from pathlib import Path
 
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from scaffold.workspaces.docker import DockerBackend
 from tests.support.docker import CredentialedSleeper, docker_runner
 from tests.support.factories import TaskFactory

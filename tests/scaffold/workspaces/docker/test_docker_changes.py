@@ -1,4 +1,4 @@
-"""What the agent changed (scaffold.changes) on the docker backend, in each of its modes: bind mounts,
+"""What the agent changed (scaffold.trial.changes) on the docker backend, in each of its modes: bind mounts,
 copy mode (the files only in the container), and a Harbor task's native WORKDIR, also in an image without
 ``sha256sum`` (the manifest's script then takes another checksum tool).
 
@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from scaffold.agents.oracle import OracleAgent
-from scaffold.cases import Case
-from scaffold.changes import TEXT_LIMIT, capture, changes
+from scaffold.catalog.tasks import load_catalog, load_task
+from scaffold.catalog.treatments import CONTROL, TASK_SKILLS_PLACEHOLDER, load_treatments
 from scaffold.experiment import CHANGES_FILE, Experiment
+from scaffold.experiment.cases import Case
 from scaffold.records import ChangeCounts
-from scaffold.tasks import load_catalog, load_task
-from scaffold.treatments import CONTROL, TASK_SKILLS_PLACEHOLDER, load_treatments
-from scaffold.trial import Runner, Settings
+from scaffold.trial.changes import TEXT_LIMIT, capture, changes
+from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces import fresh_copies
 from scaffold.workspaces.base import Workspace
 from scaffold.workspaces.docker import DockerBackend

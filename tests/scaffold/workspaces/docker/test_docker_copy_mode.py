@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from scaffold.agents import AgentRequest, AgentTraits, create_agent
-from scaffold.cases import Case
+from scaffold.catalog.tasks import load_task
 from scaffold.errors import WorkspaceError
-from scaffold.tasks import load_task
+from scaffold.experiment.cases import Case
 from scaffold.trajectory import Trajectory
-from scaffold.trial import Runner
+from scaffold.trial.runner import Runner
 from scaffold.workspaces.base import NO_NETWORK, InstallSpec, ValidationPolicy, Workspace
 from scaffold.workspaces.docker import COPY_ENV, DockerBackend
 from scaffold.workspaces.docker.copy_mode import extract_workspace, match_glob, tar_stream

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from scaffold.cases import Case
+from scaffold.experiment.cases import Case
 from tests.support.factories import REPO, TaskFactory
 from tests.support.netns import FarHost
 
@@ -152,10 +152,10 @@ def test_trials_on_an_engine_that_cannot_see_this_machine(
     remote_engine: Any, on_remote: None, factory: TaskFactory, tmp_path: Path
 ) -> None:
     from scaffold.agents import create_agent
+    from scaffold.catalog.tasks import load_catalog
+    from scaffold.catalog.treatments import load_treatments
     from scaffold.experiment import Experiment
-    from scaffold.tasks import load_catalog
-    from scaffold.treatments import load_treatments
-    from scaffold.trial import Runner, Settings
+    from scaffold.trial.runner import Runner, Settings
     from scaffold.workspaces.docker import DockerBackend
 
     # A task whose environment, solution and validation all have to travel through the engine's API.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from scaffold.tasks import Task, load_task
+from scaffold.catalog.tasks import Task, load_task
 from scaffold.workspaces.docker import DockerBackend, DockerWorkspace
 from scaffold.workspaces.docker.standby import STANDBY_FOLDER, standby_from_env
 from tests.support.factories import TaskFactory

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
-from scaffold.cases import Case
-from scaffold.tasks import load_task
+from scaffold.catalog.tasks import load_task
+from scaffold.experiment.cases import Case
 from scaffold.workspaces.base import endpoint_of
 from scaffold.workspaces.docker import DockerBackend
 from tests.support.agents import SCRIPTS, require_cli, scripted_cli_env

@@ -203,9 +203,9 @@ def test_a_real_agent_runs_on_a_remote_engine_and_reaches_only_its_endpoint(
     the endpoint answers, another port of this machine is refused (and kept as evidence), a direct
     connection goes nowhere."""
     from scaffold.agents import create_agent
-    from scaffold.cases import Case
+    from scaffold.catalog.tasks import load_task
+    from scaffold.experiment.cases import Case
     from scaffold.modelserver import ScriptedModelServer, load_script
-    from scaffold.tasks import load_task
     from scaffold.workspaces.docker import DockerBackend
     from scaffold.workspaces.engines import default_engine, parse_engine
     from tests.support.agents import SCRIPTS, require_cli, scripted_cli_env

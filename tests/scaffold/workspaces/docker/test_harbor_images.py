@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec, load_task
 from scaffold.errors import SkillLeakError, WorkspaceError
-from scaffold.tasks import HarborSettings, Task, TaskSpec, load_task
 from scaffold.workspaces.docker import DockerBackend
 from scaffold.workspaces.docker.base_image import base_tag, build_base_image
 from scaffold.workspaces.docker.harbor_image import find_skills
@@ -115,7 +115,7 @@ def test_a_base_image_has_what_python_slim_and_ubuntu_images_have(
 
 
 def test_build_base_takes_the_release(bases: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    from scaffold.cli import main
+    from scaffold.cli.main import main
 
     assert main(["images", "build-base", "--release", "trixie"]) == 0
     assert "comet-eval/base:trixie already present, reused" in capsys.readouterr().out

@@ -1,0 +1,149 @@
+"""What ``comet eval`` resolved before running (:class:`EvalPlan`) and the header lines that show it.
+
+Made by scaffold.cli.eval.planner; ``--collect`` prints exactly this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from scaffold.catalog.treatments import DYNAMIC_SKILL
+from scaffold.skill_eval.manifest import Manifest
+from scaffold.skill_eval.resolve import Choice, EvalSettings
+
+__all__ = ["EvalPlan", "has_gates", "header_lines"]
+
+
+@dataclass(frozen=True, slots=True)
+class EvalPlan:
+    """Everything ``comet eval`` resolved before running (and all ``--collect`` prints)."""
+
+    target: str
+    """``manifest <path>`` or ``skill <path>``."""
+    manifest: Manifest
+    owner: Path
+    tasks_source: str
+    """``command line``, ``quick``, ``authored``, ``recommended``, ``authored + recommended``, ``generated cache``,
+    ``pending generation`` (scaffold.skill_eval.resolve.Selection.origin), ``generated`` once generated."""
+    tasks: tuple[tuple[str, str], ...]
+    """(task name, what it is) in run order; empty while generation is pending."""
+    treatments: tuple[str, ...]
+    settings: EvalSettings
+    """Each setting and where it came from (scaffold.skill_eval.resolve), the model and API the agent takes
+    from its environment filled in."""
+    suite: str
+    baseline: str
+    count: int
+    workers: int | None
+    gates: tuple[str, ...]
+    experiment_id: str
+    runs_dir: Path
+    generated: Path | None = None
+    """The cached generated manifest the tasks come from, when they do."""
+    credentials_problem: str | None = None
+    """Why the agent cannot start (a credential missing, its program not installed); None: it can."""
+
+    @property
+    def experiment_dir(self) -> Path:
+        return self.runs_dir / "experiments" / self.experiment_id
+
+    @property
+    def agent(self) -> Choice:
+        return self.settings.agent
+
+    @property
+    def model(self) -> Choice:
+        return self.settings.model
+
+    @property
+    def base_url(self) -> Choice:
+        return self.settings.base_url
+
+    @property
+    def judge(self) -> tuple[Choice, Choice, Choice] | None:
+        """agent, model, base URL of the judge when it is enabled."""
+        return self.settings.judge
+
+    @property
+    def profile(self) -> Choice:
+        return self.settings.profile
+
+    @property
+    def backend(self) -> Choice:
+        return self.settings.backend
+
+    @property
+    def report_config(self) -> Choice:
+        return self.settings.report_config
+
+
+def header_lines(plan: EvalPlan, *, mode: str) -> list[str]:
+    """The aligned lines printed before a run (*mode* ``run``) and by ``--collect`` (``collect``)."""
+    manifest = plan.manifest
+    source = {"explicit": "explicit", "auto-detected": "auto-detected", "synthesized": "synthesized (no eval.yaml)"}
+    rows: list[tuple[str, str]] = [
+        ("Target", plan.target),
+        (
+            "Manifest",
+            f"{source.get(manifest.source, manifest.source)}" + (f": {manifest.file}" if manifest.file else ""),
+        ),
+        ("Mode", mode),
+        ("Suite", plan.suite),
+        ("Tasks", f"{plan.tasks_source}" + (f" ({len(plan.tasks)})" if plan.tasks else "")),
+    ]
+    lines_after = [f"  - {name}  ({what})" for name, what in plan.tasks]
+    if plan.tasks_source == "pending generation":
+        lines_after.append("  (a normal comet eval run generates 2-4 tasks for this skill first, and caches them)")
+    skill = f"{DYNAMIC_SKILL} (skill {manifest.skill.name})"
+    shown = [
+        skill if t == DYNAMIC_SKILL else t + (" (baseline)" if t == plan.baseline else "") for t in plan.treatments
+    ]
+    rest: list[tuple[str, str]] = [
+        ("Treatments", ", ".join(shown)),
+        ("Agent", f"{plan.agent.value} ({plan.agent.source})"),
+        ("Model", f"{plan.model.value} ({plan.model.source})" if plan.model.value else "default"),
+        ("API", "default" if not plan.base_url.value else f"custom ({plan.base_url.source})"),
+    ]
+    if plan.credentials_problem:
+        rest.append(("Agent check", f"fails: {plan.credentials_problem}"))
+    if plan.judge is not None:
+        judge_agent, judge_model, judge_url = plan.judge
+        rest += [
+            ("Judge agent", f"{judge_agent.value} ({judge_agent.source})"),
+            ("Judge model", f"{judge_model.value} ({judge_model.source})" if judge_model.value else "missing"),
+            ("Judge API", "default" if not judge_url.value else f"custom ({judge_url.source})"),
+        ]
+    rest += [
+        ("Profile", plan.profile.value or "the task's (generic unless it says otherwise)"),
+        ("Backend", f"{plan.backend.value}"),
+        ("Trials", f"{plan.count} per task and treatment" + (f", {plan.workers} workers" if plan.workers else "")),
+        ("Gates", "; ".join(filter(None, [_quality_text(manifest), *plan.gates])) or "none"),
+        ("Experiment", str(plan.experiment_dir)),
+    ]
+    if plan.report_config.value:
+        rest.append(("Report config", f"{plan.report_config.value} ({plan.report_config.source})"))
+    width = max(len(k) for k, _ in [*rows, *rest]) + 1
+    out = [f"{k + ':':<{width}} {v}" for k, v in rows]
+    out += lines_after
+    out += [f"{k + ':':<{width}} {v}" for k, v in rest]
+    return out
+
+
+def _quality_text(manifest: Manifest) -> str:
+    gates = manifest.quality_gates
+    parts = [
+        f"{name} {value:g}"
+        for name, value in (
+            ("minWeightedScore", gates.min_weighted_score),
+            ("minPassAt1", gates.min_pass_at_1),
+            ("maxInstabilityGap", gates.max_instability_gap),
+        )
+        if value is not None
+    ]
+    return ", ".join(parts)
+
+
+def has_gates(plan: EvalPlan) -> bool:
+    """Whether anything gates the run: --gate expressions or the manifest's quality gates."""
+    return bool(plan.gates) or not plan.manifest.quality_gates.empty

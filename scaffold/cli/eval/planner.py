@@ -1,0 +1,264 @@
+"""I/O. ``comet eval``'s resolution: the target, the settings and the tasks, checked, into an :class:`EvalPlan`.
+
+The precedence and the task selection are scaffold.skill_eval.resolve's, the same the session applies;
+this module adds what the command checks and shows beyond them: the agent known and its credentials and
+program present, URLs well formed, ``--suite``, ``--treatment``, ``--baseline``, ``--gate``, the model and
+API the agent takes from its environment, and the generated tasks of the cache (read, never generated:
+I/O through scaffold.skill_eval.generated). It reads files only: ``--collect`` is this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from scaffold.agents.credentials import load_environment
+from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
+from scaffold.cli.eval.plan import EvalPlan
+from scaffold.cli.eval.target import UsageError, resolve_target
+from scaffold.cli.user_env import user_env_file
+from scaffold.errors import AgentError
+from scaffold.experiment import EXPERIMENT_ID, new_experiment_id
+from scaffold.session import BUILTIN_TASKS_DIR
+from scaffold.skill_eval.manifest import Manifest
+from scaffold.skill_eval.resolve import (
+    COMMAND_LINE,
+    DEFAULT_AGENT,
+    QUICK_TASK,
+    Choice,
+    EvalSettings,
+    Explicit,
+    resolve_settings,
+    select_tasks,
+    with_agent_endpoint,
+)
+
+__all__ = ["builtin_task_names", "plan_eval"]
+
+HARNESS_ROOT: Final = BUILTIN_TASKS_DIR.parents[1]
+SUITES: Final[Mapping[str, Path]] = {
+    "local": HARNESS_ROOT / "local" / "tests" / "test_tasks.py",
+    "langsmith": HARNESS_ROOT / "langsmith" / "tests" / "test_tasks.py",
+    "langfuse": HARNESS_ROOT / "langfuse" / "tests" / "test_tasks.py",
+}
+"""Each ``--suite`` (and ``reporting.suite``) and the test file pytest runs for it: the same trials and
+local reports everywhere; langsmith and langfuse also report to their service."""
+SUITE_SDKS: Final[Mapping[str, str]] = {"langsmith": "langsmith", "langfuse": "langfuse"}
+"""The SDK distribution each tracing suite needs (the extra of the same name installs it)."""
+SUITE_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    "langsmith": ("LANGSMITH_API_KEY",),
+    "langfuse": ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"),
+}
+"""The credentials each tracing suite needs from the environment (the process, then ~/.comet/eval/.env)."""
+
+
+def builtin_task_names(folder: Path = BUILTIN_TASKS_DIR) -> tuple[str, ...]:
+    """The built-in tasks, which recommendedTasks may name and a manifest's own tasks must not (the names
+    the session checks manifests against too)."""
+    if not folder.is_dir():
+        return ()
+    from scaffold.catalog.tasks import load_catalog
+
+    return tuple(load_catalog([folder]).names())
+
+
+def _explicit(args: argparse.Namespace) -> Explicit:
+    return Explicit(
+        tasks=tuple(args.task),
+        quick=bool(args.quick),
+        agent=args.agent,
+        model=args.model,
+        base_url=args.base_url,
+        judge_agent=args.judge_agent,
+        judge_model=args.judge_model,
+        judge_base_url=args.judge_base_url,
+        profile=args.profile,
+        report_config=str(args.report_config) if args.report_config else None,
+        backend=args.backend,
+    )
+
+
+def _check_url(option: str, value: str | None) -> None:
+    from urllib.parse import urlsplit
+
+    if not value:
+        return
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"{option} {value!r}: must be an absolute http(s) URL")
+
+
+def _check_agent_name(option: str, name: str, merged: Mapping[str, str]) -> None:
+    from scaffold.agents import known_agents
+
+    known = known_agents(merged)
+    if name not in known:
+        raise UsageError(f"{option} {name}: unknown agent; known: {', '.join(known)} (custom: ~/.comet/eval/adapters)")
+
+
+def plan_eval(
+    args: argparse.Namespace,
+    *,
+    process_env: Mapping[str, str] | None = None,
+    builtin: Collection[str] | None = None,
+) -> EvalPlan:
+    """Resolve everything ``comet eval`` needs before running; reads files only (``--collect`` is this)."""
+    process = dict(os.environ if process_env is None else process_env)
+    merged = load_environment(process)
+    builtin = builtin_task_names() if builtin is None else builtin
+    if args.quick and args.task:
+        raise UsageError(f"--quick runs {QUICK_TASK} only; --task {','.join(args.task)} contradicts it: pass one")
+    for flag, value in (("--count", args.count), ("--workers", args.workers)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} {value}: must be 1 or more")
+    described, manifest = resolve_target(args, builtin)
+
+    suite = _suite(args, manifest, merged)
+    explicit = _explicit(args)
+    settings = resolve_settings(
+        manifest, explicit, merged, default_agent=DEFAULT_AGENT, process=process, env_file=str(user_env_file(process))
+    )
+    agent, model, base_url, credentials_problem = _check_agent(args, settings, merged)
+    judge = settings.judge
+    if judge is not None:
+        assert judge[0].value is not None
+        _check_agent_name("--judge-agent", judge[0].value, merged)
+        _check_url("--judge-base-url", judge[2].value)
+
+    owner = (args.project or manifest.skill.root).absolute()
+    experiment_id = args.experiment_id or new_experiment_id()
+    if not EXPERIMENT_ID.match(experiment_id):
+        raise UsageError(f"--experiment-id {experiment_id!r}: use letters, digits, '.', '_' and '-' (at most 128)")
+    runs_dir = (args.out or owner / ".comet" / "eval" / "runs").absolute()
+
+    # The generated tasks' cache key takes the effective model and API (the environment's included), and
+    # they are handed to the session explicitly, so that its own cache lookup uses the same key.
+    assert agent.value is not None
+    hit: list[Path] = []
+
+    def generated() -> Sequence[str] | None:
+        from scaffold.skill_eval.generated import cached, load_generated
+
+        assert agent.value is not None
+        found = cached(
+            manifest, owner=owner, agent=agent.value, model=model.value, base_url=base_url.value, builtin_tasks=builtin
+        )
+        if found is None:
+            return None
+        hit.append(found)
+        return tuple(t.name for t in load_generated(found, builtin_tasks=builtin).tasks)
+
+    selection = select_tasks(manifest, explicit, builtin, generated)
+    if selection.unknown:
+        pool = {*builtin, *(t.name for t in manifest.tasks), *manifest.recommended_tasks}
+        raise UsageError(f"--task {selection.unknown[0]}: no such task; known: {', '.join(sorted(pool))}")
+    if selection.origin == "quick" and QUICK_TASK not in builtin:
+        raise UsageError(f"--quick: the built-in task {QUICK_TASK} is missing from {BUILTIN_TASKS_DIR}")
+    treatments = _treatments(args, manifest)
+    baseline = args.baseline or CONTROL
+    if args.baseline and baseline not in treatments:
+        raise UsageError(f"--baseline {baseline}: not one of the treatments run ({', '.join(treatments)})")
+    gates = (*manifest.quality_gates.gates, *args.gate)
+    from scaffold.reports.gates import parse_gate
+
+    for expression in args.gate:
+        parse_gate(expression)  # a bad --gate is a usage error before anything runs
+    return EvalPlan(
+        target=described,
+        manifest=manifest,
+        owner=owner,
+        tasks_source=selection.origin,
+        tasks=selection.tasks,
+        treatments=treatments,
+        settings=dataclasses.replace(settings, agent=agent, model=model, base_url=base_url),
+        suite=suite,
+        baseline=baseline,
+        count=args.count or 1,
+        workers=args.workers,
+        gates=gates,
+        experiment_id=experiment_id,
+        runs_dir=runs_dir,
+        generated=hit[0] if hit else None,
+        credentials_problem=credentials_problem,
+    )
+
+
+def _suite(args: argparse.Namespace, manifest: Manifest, merged: Mapping[str, str]) -> str:
+    """The suite, its test file present, and a tracing suite's SDK installed and keys set (checked without
+    importing the SDK or opening a connection: ``--collect`` is this too)."""
+    suite: str = args.suite or manifest.reporting.suite or "local"
+    if suite not in SUITES:
+        raise UsageError(f"--suite {suite}: unknown suite; use one of {', '.join(SUITES)}")
+    if manifest.reporting.suite and args.suite and manifest.reporting.suite != args.suite:
+        raise UsageError(
+            f"reporting.suite is {manifest.reporting.suite!r} in {manifest.file}, but the selected suite is "
+            f"{args.suite!r} (--suite): make them agree"
+        )
+    if not SUITES[suite].is_file():
+        raise UsageError(f"--suite {suite}: {SUITES[suite]} is missing from this installation")
+    sdk = SUITE_SDKS.get(suite)
+    if sdk is not None:
+        from importlib import metadata
+
+        try:
+            metadata.version(sdk)
+        except metadata.PackageNotFoundError:
+            raise UsageError(f"--suite {suite} needs the {sdk} SDK: pip install 'comet-eval[{suite}]'") from None
+    missing = [name for name in SUITE_KEYS.get(suite, ()) if not merged.get(name)]
+    if suite == "langsmith" and merged.get("LANGSMITH_TEST_TRACKING", "").strip().lower() == "false":
+        missing = []  # the SDK's own switch: the suite runs and sends nothing, so it needs no key
+    if missing:
+        raise UsageError(
+            f"--suite {suite} needs {' and '.join(missing)}: set {'it' if len(missing) == 1 else 'them'} in "
+            f"the environment or in {user_env_file()} (comet-eval never writes them anywhere)"
+        )
+    return suite
+
+
+def _check_agent(
+    args: argparse.Namespace, settings: EvalSettings, merged: Mapping[str, str]
+) -> tuple[Choice, Choice, Choice, str | None]:
+    """The agent, its model and API (the environment's shown when neither the command line nor the
+    manifest sets them), and what is wrong with its credentials (None: fine)."""
+    agent = settings.agent
+    assert agent.value is not None
+    _check_agent_name("--agent" if agent.source == COMMAND_LINE else f"agent ({agent.source})", agent.value, merged)
+    _check_url("--base-url", settings.base_url.value)
+    from scaffold.agents import create_agent
+    from scaffold.agents.install import require_program
+
+    settings = with_agent_endpoint(settings, merged)
+    model, base_url = settings.model, settings.base_url
+    try:
+        made = create_agent(agent.value, merged, model=model.value, base_url=base_url.value)
+    except AgentError as exc:
+        return agent, model, base_url, str(exc)
+    try:
+        # Where a run will look for its program: file lookups only (no --version asked), so --collect says it.
+        require_program(made, args.backend or "local", merged)
+    except AgentError as exc:
+        return agent, model, base_url, str(exc)
+    return agent, model, base_url, None
+
+
+def _treatments(args: argparse.Namespace, manifest: Manifest) -> tuple[str, ...]:
+    """CONTROL and the skill (DYNAMIC_SKILL), as --skill-path evaluates a skill; --treatment narrows them."""
+    available = (CONTROL, DYNAMIC_SKILL)
+    if not args.treatment:
+        return available
+    from scaffold.experiment.cases import parse_list
+
+    chosen: list[str] = []
+    for pattern in parse_list(tuple(args.treatment)):
+        matched = [t for t in available if t == pattern or (pattern.endswith("*") and t.startswith(pattern[:-1]))]
+        if not matched:
+            raise UsageError(
+                f"--treatment {pattern}: comet eval runs {CONTROL} and {DYNAMIC_SKILL} (the skill "
+                f"{manifest.skill.name}); pick among them"
+            )
+        chosen += [t for t in matched if t not in chosen]
+    return tuple(t for t in available if t in chosen)

@@ -1,0 +1,114 @@
+"""``--max-trials N`` and ``--max-cost USD``: a session stops starting trials once either is reached.
+
+Every process of a session (the only one, or each pytest-xdist worker) asks :func:`claim` before it
+starts a trial that has no record. The claim is decided under an exclusive lock on a file of the
+experiment folder, and the trials started are kept in ``budget.json`` (BUDGET_FILE) beside the records,
+so the count and the spend are shared by all of the session's workers. Exact semantics:
+
+* ``--max-trials N``: at most N trials are *started* by this session (trials resumed from an earlier
+  session's records do not start, so they do not count). Never exceeded, whatever the workers.
+* ``--max-cost USD``: a trial is started only while the cost of the trials this session started is below
+  USD: a finished one counts its record's ``trajectory.cost_usd``, a running one what its streams
+  reported so far (its progress file). The trials running when the spend reaches USD finish, so the
+  final spend can exceed USD by what they cost. Agents that report no cost (Codex) never reach it.
+* once a limit is reached the session stays stopped: every later trial is refused with the reason, and
+  shows as skipped ("not run"); a later session (the same ``--experiment-id``) starts with a new count
+  and runs the trials without a record.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from scaffold.errors import RecordError
+from scaffold.experiment import PROGRESS_FILE, RECORD_FILE
+from scaffold.experiment.progress import read_progress
+from scaffold.records.files import read_record
+from scaffold.util.atomic import locked, write_json_atomic
+
+__all__ = ["BUDGET_FILE", "Limits", "claim", "not_run_markdown", "read_budget"]
+
+BUDGET_FILE: Final = "budget.json"
+LOCK_FILE: Final = ".budget.lock"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_trials: int | None = None
+    max_cost_usd: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.max_trials is not None or self.max_cost_usd is not None
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"max_trials": self.max_trials, "max_cost_usd": self.max_cost_usd}
+
+
+def read_budget(root: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((root / BUDGET_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def claim(root: Path, session: str, case_id: str, limits: Limits) -> str | None:
+    """Whether session *session* may start the trial *case_id* in the experiment folder *root*: None (it
+    is counted as started), else why not (the limit reached, for the user)."""
+    with locked(root / LOCK_FILE):
+        data = read_budget(root)
+        if data is None or data.get("session") != session:
+            data = {"session": session, "started": [], "refused": [], "stopped": None, "limits": limits.as_dict()}
+        started: list[str] = data["started"]
+        if data["stopped"] is None:
+            if limits.max_trials is not None and len(started) >= limits.max_trials:
+                data["stopped"] = f"--max-trials {limits.max_trials} reached ({len(started)} trial(s) started)"
+            elif limits.max_cost_usd is not None:
+                spent = _spent(root, started)
+                if spent >= limits.max_cost_usd:
+                    data["stopped"] = f"--max-cost {limits.max_cost_usd:g} reached (${spent:.2f} spent)"
+        if data["stopped"] is not None:
+            if case_id not in data["refused"]:
+                data["refused"].append(case_id)
+            write_json_atomic(root / BUDGET_FILE, data)
+            return str(data["stopped"])
+        started.append(case_id)
+        write_json_atomic(root / BUDGET_FILE, data)
+        return None
+
+
+def _spent(root: Path, started: list[str]) -> float:
+    """The cost of the trials *started*: their record's, else their progress file's so far."""
+    total = 0.0
+    for case_id in started:
+        folder = root / "trials" / case_id
+        cost: float | None = None
+        if (folder / RECORD_FILE).is_file():
+            try:
+                record = read_record(folder / RECORD_FILE)
+            except RecordError:
+                record = None
+            if record is not None and record.trajectory is not None:
+                cost = record.trajectory.cost_usd
+        else:
+            progress = read_progress(folder / PROGRESS_FILE)
+            value = progress.get("cost_usd") if progress is not None else None
+            cost = float(value) if isinstance(value, int | float) else None
+        total += cost or 0.0
+    return total
+
+
+def not_run_markdown(reason: str, cases: list[str], experiment_id: str) -> str:
+    """The summary.md section listing the trials a budget kept from starting."""
+    lines = [
+        "## Not run (budget)",
+        "",
+        f"{reason}: {len(cases)} trial(s) were not started. Run the same command with "
+        f"`--experiment-id {experiment_id}` (without the limit, or with a new one) to run them.",
+        "",
+    ]
+    lines += [f"- {case}" for case in cases]
+    return "\n".join(lines) + "\n"
