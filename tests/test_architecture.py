@@ -27,6 +27,7 @@ from tests.support.architecture import (
     is_io,
     load_modules,
     render,
+    room_edges,
 )
 
 # External modules that mean I/O of the kinds pure code must not do: processes, sockets, Docker, pytest.
@@ -101,6 +102,31 @@ def test_the_cycle_check_sees_a_cycle_hidden_in_a_function_or_a_package(tmp_path
         ["scaffold.a", "scaffold.b"],
         ["scaffold.c", "scaffold.inner"],
     ]
+
+
+def test_no_cycles_among_the_rooms() -> None:
+    """Packages (and scaffold's loose modules) import each other one way only: the top-level map is a
+    stack of floors where every import runs down (docs/architecture.md, Floors)."""
+    rooms = room_edges(EDGES)
+    found = cycles(rooms)
+    detail = [", ".join(f"{r} -> {sorted(rooms[r] & set(c))}" for r in c) for c in found]
+    assert found == [], "\n".join(detail)
+
+
+def test_the_room_check_sees_two_packages_that_import_each_other(tmp_path: Path) -> None:
+    """No module imports itself back, yet the packages a and b lean on each other: a cycle of rooms."""
+    package = tmp_path / "scaffold"
+    for sub in ("a", "b"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "a" / "x.py").write_text("from scaffold.b.y import Y\n")
+    (package / "b" / "y.py").write_text("Y = 1\n")
+    (package / "b" / "z.py").write_text("def later():\n    from scaffold.a.w import W\n    return W\n")
+    (package / "a" / "w.py").write_text("W = 2\n")
+    edges = graph(load_modules(tmp_path, ("scaffold",)))
+    assert cycles(edges) == []
+    assert cycles(room_edges(edges)) == [["scaffold.a", "scaffold.b"]]
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not is_io(m)))

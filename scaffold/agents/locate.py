@@ -28,7 +28,6 @@ __all__ = [
     "default_prefix",
     "installed_npm_version",
     "locate",
-    "node_script",
     "prefix_bin_dirs",
     "search_places",
 ]
@@ -80,16 +79,6 @@ def locate(program: str, env: Mapping[str, str]) -> Lookup:
             if _runnable(candidate):
                 return Lookup(program, candidate, tuple(looked))
     return Lookup(program, None, tuple(looked))
-
-
-def node_script(path: Path) -> bool:
-    """Whether *path* is a Node.js script (its first line runs ``node``): an npm CLI's entry."""
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(200)
-    except OSError:
-        return False
-    return first.startswith(b"#!") and b"node" in first
 
 
 def _runnable(path: Path) -> bool:

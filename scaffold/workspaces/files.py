@@ -29,10 +29,21 @@ __all__ = [
     "copy_tree",
     "fresh_copy",
     "host_manifest",
+    "node_script",
     "read_bytes",
     "removal_steps",
     "remove_empty_parents",
 ]
+
+
+def node_script(path: Path) -> bool:
+    """Whether *path* is a Node.js script (its first line runs ``node``): an npm CLI's entry."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(200)
+    except OSError:
+        return False
+    return first.startswith(b"#!") and b"node" in first
 
 
 KEEP_LIMIT: Final = 256 * 1024

@@ -21,8 +21,8 @@ import threading
 import warnings
 from pathlib import Path
 
-from scaffold.agents.locate import node_script
 from scaffold.errors import WorkspaceError
+from scaffold.workspaces.files import node_script
 
 __all__ = ["local_command"]
 

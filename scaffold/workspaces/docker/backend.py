@@ -49,7 +49,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from scaffold.agents.locate import node_script
 from scaffold.catalog.tasks import HarborSettings, Task
 from scaffold.errors import SkillLeakError, WorkspaceError
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
@@ -91,7 +90,7 @@ from scaffold.workspaces.docker.standby import (
 )
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
 from scaffold.workspaces.engines import Engine, default_engine
-from scaffold.workspaces.files import HostFiles, copy_tree, fresh_copy, remove_empty_parents
+from scaffold.workspaces.files import HostFiles, copy_tree, fresh_copy, node_script, remove_empty_parents
 from scaffold.workspaces.fresh_copies import Copied
 from scaffold.workspaces.image_aliases import normalise_ref
 from scaffold.workspaces.owners import OwnedFolders
