@@ -34,6 +34,13 @@ from urllib.parse import urlsplit
 from scaffold.agents import Agent, create_agent
 from scaffold.agents.credentials import load_environment
 from scaffold.agents.install import require_program
+from scaffold.catalog.builtin import (
+    BUILTIN_TASKS_DIR,
+    builtin_environment,
+    builtin_folders,
+    project_logs_dir,
+    project_tasks_dir,
+)
 from scaffold.catalog.tasks import Task, TaskCatalog, load_catalog
 from scaffold.catalog.treatments import (
     CONTROL,
@@ -74,7 +81,6 @@ if TYPE_CHECKING:
 __all__ = [
     "HarnessSession",
     "Options",
-    "builtin_folders",
     "default_workspace_root",
     "refuse_without_solution",
     "task_folders",
@@ -156,8 +162,6 @@ class EngineReport:
     """The lines of the engines left out (unreachable): said even under ``-q``."""
 
 
-BUILTIN_TASKS_DIR = Path(__file__).resolve().parents[1] / "local" / "tasks"
-"""The built-in tasks (the suite's): what a manifest's recommendedTasks and --quick name."""
 _AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{1,31}$")
 
 
@@ -165,15 +169,7 @@ def task_folders(root: Path, given: Sequence[Path] = ()) -> list[Path]:
     """The tasks folders of a session: those *given*, else ``<root>/local/tasks`` (which may not exist)."""
     if given:
         return [Path(p).absolute() for p in given]
-    return [root / "local" / "tasks"]
-
-
-def builtin_folders(dirs: Sequence[Path]) -> list[Path]:
-    """Those of *dirs* that are this project's own tasks folder (``local/tasks`` of the installed harness):
-    each of its tasks must ship ``solution/solve.sh`` and pass with the oracle. Tasks of other folders (a
-    user's, the original Comet eval's, Harbor corpora) may have none: only the oracle refuses them."""
-    builtin = BUILTIN_TASKS_DIR.resolve()
-    return [d for d in dirs if Path(d).absolute().resolve() == builtin]
+    return [project_tasks_dir(root)]
 
 
 def refuse_without_solution(items: Sequence[Case | Broken], tasks: TaskCatalog) -> list[Case | Broken]:
@@ -245,7 +241,7 @@ class HarnessSession:
     def _builtin_dirs(self) -> list[Path]:
         if self.options.tasks_dirs:
             return task_folders(self.options.root, self.options.tasks_dirs)
-        default = self.options.root / "local" / "tasks"
+        default = project_tasks_dir(self.options.root)
         return [default if default.is_dir() else BUILTIN_TASKS_DIR]
 
     def _builtin_names(self) -> list[str]:
@@ -313,7 +309,7 @@ class HarnessSession:
     def _manifest_tasks(self) -> tuple[list[str], TaskCatalog]:
         """The task patterns a manifest selects (scaffold.skill_eval.resolve.select_tasks) and the catalog
         holding them."""
-        from scaffold.skill_eval.materialize import builtin_environment, plan_tasks, write_tasks
+        from scaffold.skill_eval.materialize import plan_tasks, write_tasks
 
         manifest = self.manifest()
         assert manifest is not None
@@ -496,7 +492,7 @@ class HarnessSession:
     def experiment(self) -> Experiment:
         if self._experiment is None:
             default = self.owner() / ".comet" / "eval" / "runs" if self.options.manifest else None
-            logs = self.options.logs_dir or default or self.options.root / "local" / "logs"
+            logs = self.options.logs_dir or default or project_logs_dir(self.options.root)
             self._experiment = Experiment.under(logs, self.experiment_id())
         return self._experiment
 

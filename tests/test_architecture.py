@@ -200,3 +200,59 @@ def test_the_architecture_document_is_current() -> None:
     """docs/architecture.md's floors and module tables are what the code makes of them today."""
     doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
     assert render(doc, MODULES) == doc, "run: .venv/bin/python -m tests.support.architecture"
+
+
+# Where ``__file__`` may be climbed out of its package, and why (the built-in suite is never the reason).
+CLIMBS_FROM_FILE = {
+    "scaffold.catalog.builtin": "the one place that knows where the built-in suite lives",
+    "scaffold.workspaces.supervisor": "the folder scaffold is importable from, for the supervisor's python -S",
+}
+
+
+def locates_the_suite(source: str, module: str) -> list[str]:
+    """What in *source* finds the built-in suite's files itself: a path built through its folder
+    (``... / "local"``, ``Path("local/...")``), or a climb out of the module's package from ``__file__``
+    (``Path(__file__).parents[2]``, ``.parent.parent``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            if isinstance(node.right, ast.Constant) and node.right.value == "local":
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in ("Path", "pathlib.Path", "os.path.join"):
+            for arg in node.args:
+                if isinstance(arg, ast.Constant) and str(arg.value).split("/")[0] == "local":
+                    found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, (ast.Subscript, ast.Attribute)) and module not in CLIMBS_FROM_FILE:
+            text = ast.unparse(node)
+            climbs = (isinstance(node, ast.Subscript) and text.endswith("]") and ".parents[" in text) or (
+                isinstance(node, ast.Attribute) and text.endswith(".parent.parent")
+            )
+            if climbs and "__file__" in text:
+                found.append(f"{module}:{node.lineno}: {text}")
+    return found
+
+
+def test_only_the_catalog_locates_the_built_in_suite() -> None:
+    """Every other module asks scaffold.catalog.builtin where the built-in tasks, treatments and suites are."""
+    found = []
+    for module, path in MODULES.items():
+        if module != "scaffold.catalog.builtin" and not module.startswith("scaffold.python"):
+            found += locates_the_suite(path.read_text(encoding="utf-8"), module)
+    assert found == []
+
+
+def test_the_suite_check_sees_each_way_of_finding_it() -> None:
+    source = (
+        "from pathlib import Path\n"
+        "A = Path(__file__).resolve().parents[1] / 'local' / 'tasks'\n"
+        "B = Path('local/logs')\n"
+        "C = Path(__file__).parent.parent\n"
+        "D = Path(__file__).parent / 'data.json'\n"  # beside the module: fine
+    )
+    found = locates_the_suite(source, "scaffold.x")
+    assert sorted(found) == [
+        "scaffold.x:2: Path(__file__).resolve().parents[1]",
+        "scaffold.x:2: Path(__file__).resolve().parents[1] / 'local'",
+        "scaffold.x:3: Path('local/logs')",
+        "scaffold.x:4: Path(__file__).parent.parent",
+    ]

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from scaffold import __version__
+from scaffold.catalog.builtin import project_logs_dir
 from scaffold.catalog.tasks import Task, TaskCatalog
 from scaffold.catalog.treatments import TreatmentCatalog
 from scaffold.errors import CometError, Problem
@@ -763,7 +764,7 @@ def _status_parser(commands: Any) -> None:
     status.add_argument(
         "--logs-dir",
         type=Path,
-        default=Path("local/logs"),
+        default=project_logs_dir(Path()),
         help="where experiment ids are looked up (default: local/logs)",
     )
     status.add_argument("--json", action="store_true", help="the figures as JSON, for scripts")

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from scaffold.agents import create_agent
 from scaffold.agents.base import Agent, AgentRequest
+from scaffold.catalog.builtin import builtin_environment
 from scaffold.catalog.tasks import Task, load_task
 from scaffold.catalog.treatments import Treatment
 from scaffold.errors import AgentError, WorkspaceError
@@ -36,7 +37,6 @@ __all__ = [
     "Attempt",
     "GeneratorResult",
     "GeneratorSettings",
-    "builtin_environment",
     "run_generator",
 ]
 
@@ -104,11 +104,6 @@ class GeneratorResult:
     @property
     def ok(self) -> bool:
         return bool(self.tasks)
-
-
-def builtin_environment() -> Path:
-    """The generic-skill-smoke environment folder shipped with the project (inline tasks use it too)."""
-    return Path(__file__).resolve().parents[2] / "local" / "tasks" / "generic-skill-smoke" / "environment"
 
 
 def run_generator(

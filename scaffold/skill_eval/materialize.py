@@ -24,17 +24,17 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from scaffold.catalog.builtin import ENVIRONMENT_TASK
 from scaffold.catalog.tasks import INDEX_FILE, Task, TaskSpec, load_task
 from scaffold.errors import SelectionError
 from scaffold.skill_eval.manifest import InlineTask, Manifest, SourceTask
 from scaffold.util.atomic import locked
 
-__all__ = ["CHECK_SCRIPT", "EXPECT_FILE", "INLINE_TIMEOUT_SEC", "builtin_environment", "plan_tasks", "write_tasks"]
+__all__ = ["CHECK_SCRIPT", "EXPECT_FILE", "INLINE_TIMEOUT_SEC", "plan_tasks", "write_tasks"]
 
 CHECK_SCRIPT = "test_expect.py"
 EXPECT_FILE = "expect.json"
 INLINE_TIMEOUT_SEC = 900
-ENVIRONMENT_TASK = "generic-skill-smoke"
 _MARKER = ".written-by-comet-eval"
 _LOCK = ".tasks.lock"
 # Room for the script itself beyond its commands' own timeouts.
@@ -134,20 +134,6 @@ echo "inline task: no reference solution (the manifest declares only its checks)
 """
 
 
-def builtin_environment(tasks_dirs: Sequence[Path]) -> Path:
-    """The environment folder inline tasks start from: generic-skill-smoke's, in the first tasks folder
-    holding it (the suite's built-in tasks)."""
-    for folder in tasks_dirs:
-        candidate = folder / ENVIRONMENT_TASK / "environment"
-        if candidate.is_dir():
-            return candidate
-    searched = ", ".join(str(f) for f in tasks_dirs) or "no tasks folder"
-    raise SelectionError(
-        f"inline eval.yaml tasks start from the built-in task {ENVIRONMENT_TASK!r}'s environment, "
-        f"which is not in {searched}; pass the suite's tasks folder (--tasks-dir)"
-    )
-
-
 def write_tasks(
     manifest: Manifest,
     selected: Sequence[str] | None,
@@ -157,7 +143,8 @@ def write_tasks(
 ) -> Path:
     """Write the manifest's tasks (all, or those named in *selected*, in the manifest's order) as task
     folders under *dest*; returns *dest*. *environment* is the folder inline tasks start from
-    (builtin_environment()). A folder of an earlier write (a resumed experiment) is replaced."""
+    (scaffold.catalog.builtin.builtin_environment()). A folder of an earlier write (a resumed experiment)
+    is replaced."""
     by_name = {task.name: task for task in manifest.tasks}
     if selected is not None:
         unknown = [name for name in selected if name not in by_name]

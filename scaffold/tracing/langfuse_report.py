@@ -402,8 +402,8 @@ def reupload(
     """Send an existing experiment again from its records: each trial's trace and scores (described with
     its task when the task is found unchanged: the experiment's own ``tasks/``, else the built-in ones),
     the summary, then tracing.json rewritten. TracingError when the keys are refused (nothing sent)."""
+    from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
     from scaffold.catalog.tasks import load_catalog
-    from scaffold.session import BUILTIN_TASKS_DIR
 
     experiment = Experiment(folder.name, folder.absolute())
     records: list[TrialRecord] = []

@@ -127,11 +127,11 @@ def reupload(folder: Path, env: Mapping[str, str]) -> Reupload:
     """Send an existing experiment again from its records, as the suite would have: the suite's dataset,
     each case's example (the same ids), a new experiment ``<experiment id>:reupload-<8 hex>`` with one run
     per trial and its feedback (``pass`` included). Failures are returned, never raised."""
+    from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
     from scaffold.catalog.tasks import load_catalog
     from scaffold.errors import RecordError
     from scaffold.experiment import Experiment
     from scaffold.records.files import read_record
-    from scaffold.session import BUILTIN_TASKS_DIR
     from scaffold.tracing.langfuse_report import matching_task
 
     failures = Failures()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.cli.eval.planner import SUITES, plan_eval
+from scaffold.catalog.builtin import SUITES
+from scaffold.cli.eval.planner import plan_eval
 from scaffold.cli.eval.target import UsageError
 from scaffold.cli.main import _parser
 from scaffold.traceserver import Failure, TraceServer

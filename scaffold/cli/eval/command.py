@@ -29,8 +29,9 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
 from scaffold.catalog.treatments import CONTROL
 from scaffold.cli.eval.outcome import (
     EXIT_CODES_HELP,
@@ -42,12 +43,11 @@ from scaffold.cli.eval.outcome import (
     finish,
 )
 from scaffold.cli.eval.plan import EvalPlan, header_lines
-from scaffold.cli.eval.planner import SUITES, builtin_task_names, plan_eval
+from scaffold.cli.eval.planner import plan_eval
 from scaffold.cli.eval.progress import Progress
 from scaffold.cli.eval.target import UsageError
 from scaffold.cli.user_env import ensure_user_env, user_env_file
 from scaffold.errors import CometError, GenerationError
-from scaffold.session import BUILTIN_TASKS_DIR
 from scaffold.skill_eval.resolve import QUICK_TASK
 
 __all__ = [
@@ -58,15 +58,11 @@ __all__ = [
     "EvalPlan",
     "UsageError",
     "add_eval_command",
-    "builtin_task_names",
     "header_lines",
     "plan_eval",
     "pytest_arguments",
     "run_eval",
 ]
-
-SUITE_DIR: Final = BUILTIN_TASKS_DIR.parent / "tests"
-"""The local suite's folder: local/tests beside the built-in tasks (``--suite`` picks among SUITES)."""
 
 
 def add_eval_command(commands: Any) -> argparse.ArgumentParser:

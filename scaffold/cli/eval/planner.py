@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Final
 
 from scaffold.agents.credentials import load_environment
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
 from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
 from scaffold.cli.eval.plan import EvalPlan
 from scaffold.cli.eval.target import UsageError, resolve_target
 from scaffold.cli.user_env import user_env_file
 from scaffold.errors import AgentError
 from scaffold.experiment import EXPERIMENT_ID, new_experiment_id
-from scaffold.session import BUILTIN_TASKS_DIR
 from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.resolve import (
     COMMAND_LINE,
@@ -37,16 +37,8 @@ from scaffold.skill_eval.resolve import (
     with_agent_endpoint,
 )
 
-__all__ = ["builtin_task_names", "plan_eval"]
+__all__ = ["plan_eval"]
 
-HARNESS_ROOT: Final = BUILTIN_TASKS_DIR.parents[1]
-SUITES: Final[Mapping[str, Path]] = {
-    "local": HARNESS_ROOT / "local" / "tests" / "test_tasks.py",
-    "langsmith": HARNESS_ROOT / "langsmith" / "tests" / "test_tasks.py",
-    "langfuse": HARNESS_ROOT / "langfuse" / "tests" / "test_tasks.py",
-}
-"""Each ``--suite`` (and ``reporting.suite``) and the test file pytest runs for it: the same trials and
-local reports everywhere; langsmith and langfuse also report to their service."""
 SUITE_SDKS: Final[Mapping[str, str]] = {"langsmith": "langsmith", "langfuse": "langfuse"}
 """The SDK distribution each tracing suite needs (the extra of the same name installs it)."""
 SUITE_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -54,16 +46,6 @@ SUITE_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "langfuse": ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"),
 }
 """The credentials each tracing suite needs from the environment (the process, then ~/.comet/eval/.env)."""
-
-
-def builtin_task_names(folder: Path = BUILTIN_TASKS_DIR) -> tuple[str, ...]:
-    """The built-in tasks, which recommendedTasks may name and a manifest's own tasks must not (the names
-    the session checks manifests against too)."""
-    if not folder.is_dir():
-        return ()
-    from scaffold.catalog.tasks import load_catalog
-
-    return tuple(load_catalog([folder]).names())
 
 
 def _explicit(args: argparse.Namespace) -> Explicit:

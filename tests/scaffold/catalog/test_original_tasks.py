@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, builtin_folders
 from scaffold.catalog.tasks import load_catalog
 from scaffold.catalog.treatments import load_treatments
 from scaffold.errors import Problem
 from scaffold.experiment.cases import Broken, Case, select_cases
-from scaffold.session import BUILTIN_TASKS_DIR, builtin_folders, refuse_without_solution
+from scaffold.session import refuse_without_solution
 from tests.support.factories import REPO, TaskFactory
 
 ORIGINAL = REPO / "tests" / "data" / "original-tasks"

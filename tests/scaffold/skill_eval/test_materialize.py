@@ -10,13 +10,14 @@ import pytest
 import yaml
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import builtin_environment
 from scaffold.catalog.tasks import load_catalog, load_task
 from scaffold.catalog.treatments import load_treatments
 from scaffold.errors import SelectionError
 from scaffold.experiment import Experiment
 from scaffold.experiment.cases import Case
 from scaffold.skill_eval.manifest import API_VERSION, KIND, Manifest, load_manifest
-from scaffold.skill_eval.materialize import CHECK_SCRIPT, builtin_environment, plan_tasks, write_tasks
+from scaffold.skill_eval.materialize import CHECK_SCRIPT, plan_tasks, write_tasks
 from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces.backends import create_backend
 from tests.support.factories import REPO, TaskFactory
