@@ -129,6 +129,40 @@ def test_the_room_check_sees_two_packages_that_import_each_other(tmp_path: Path)
     assert cycles(room_edges(edges)) == [["scaffold.a", "scaffold.b"]]
 
 
+def util_leaks(edges: dict[str, frozenset[str]]) -> list[str]:
+    """Imports of scaffold.util's modules that reach the harness: plumbing imports nothing of ours but
+    scaffold.errors, so every layer can use it and it can use none."""
+    allowed = ("scaffold.errors", "scaffold.util")
+    return sorted(
+        f"{module} -> {dep}"
+        for module, deps in edges.items()
+        if module.startswith("scaffold.util")
+        for dep in deps
+        if not any(dep == a or dep.startswith(a + ".") for a in allowed)
+    )
+
+
+def test_util_imports_nothing_of_ours_but_errors() -> None:
+    assert util_leaks(EDGES) == []
+
+
+def test_the_util_check_sees_plumbing_that_imports_the_harness(tmp_path: Path) -> None:
+    package = tmp_path / "scaffold"
+    (package / "util").mkdir(parents=True)
+    (package / "catalog").mkdir()
+    for init in ("__init__.py", "util/__init__.py", "catalog/__init__.py"):
+        (package / init).write_text("")
+    (package / "errors.py").write_text("class CometError(Exception): ...\n")
+    (package / "catalog" / "tasks.py").write_text("X = 1\n")
+    (package / "util" / "fine.py").write_text("from scaffold.errors import CometError\n")
+    (package / "util" / "leaky.py").write_text("def f():\n    from scaffold.catalog.tasks import X\n    return X\n")
+    edges = graph(load_modules(tmp_path, ("scaffold",)))
+    assert util_leaks(edges) == [
+        "scaffold.util.leaky -> scaffold.catalog",
+        "scaffold.util.leaky -> scaffold.catalog.tasks",
+    ]
+
+
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if not is_io(m)))
 def test_pure_modules_reach_no_io(module: str) -> None:
     assert forbidden_in(module) == [], f"{module} imports {forbidden_in(module)}: declare it in IO_MODULES or move it"
