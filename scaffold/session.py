@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from scaffold.agents import Agent, create_agent
+from scaffold.agents import create_agent
+from scaffold.agents.base import Agent
 from scaffold.agents.credentials import load_environment
 from scaffold.agents.install import require_program
 from scaffold.catalog.builtin import (
@@ -54,7 +55,7 @@ from scaffold.catalog.treatments import (
 from scaffold.errors import Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.experiment.cases import Broken, Case, parse_list, select_cases, unshown_problems
-from scaffold.judge import judge_enabled, resolve_judge
+from scaffold.judge.config import judge_enabled, resolve_judge
 from scaffold.judge.transport import JudgeRun, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.skill_eval.resolve import (

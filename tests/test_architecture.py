@@ -290,3 +290,56 @@ def test_the_suite_check_sees_each_way_of_finding_it() -> None:
         "scaffold.x:3: Path('local/logs')",
         "scaffold.x:4: Path(__file__).parent.parent",
     ]
+
+
+FACE_LINES = 80
+"""The most lines of code (docstring and blank lines aside) a face may hold: comet_engine's, the public API
+of a library, is the longest (67)."""
+
+
+def init_problems(source: str) -> list[str]:
+    """What is wrong with a package's ``__init__`` (empty: nothing). It is either a face, which defines
+    nothing (a docstring, imports, ``__all__``, ``__version__``, a lazy ``__getattr__``) and is short, or
+    the package's main module, whose ``__all__`` lists only what it defines itself: a name of a sibling
+    module is imported from that module, never through the package."""
+    tree = ast.parse(source)
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    exported: list[str] = []
+    defined: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name != "__getattr__":
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if "__all__" in names and isinstance(node.value, (ast.List, ast.Tuple)):
+                exported = [str(e.value) for e in node.value.elts if isinstance(e, ast.Constant)]
+            defined.update(names - {"__all__", "__version__"})
+    if not defined:
+        lines = sum(node.end_lineno - node.lineno + 1 for node in body if node.end_lineno is not None)
+        return (
+            [f"a face of {lines} lines (at most {FACE_LINES}): move its code into a module"]
+            if lines > FACE_LINES
+            else []
+        )
+    return [
+        f"exports {name}, which it does not define: import it from its own module"
+        for name in exported
+        if name not in defined
+    ]
+
+
+@pytest.mark.parametrize("module", sorted(m for m, p in MODULES.items() if p.name == "__init__.py"))
+def test_an_init_is_a_short_face_or_its_package_main_module(module: str) -> None:
+    assert init_problems(MODULES[module].read_text(encoding="utf-8")) == []
+
+
+def test_the_init_check_sees_a_long_face_and_a_main_module_that_reexports() -> None:
+    face = '"""A face."""\nfrom a.b import c\n__all__ = ["c"]\n'
+    assert init_problems(face) == []
+    long_face = face + "from a.d import (\n" + "    e,\n" * FACE_LINES + ")\n"
+    assert init_problems(long_face) == [
+        f"a face of {FACE_LINES + 4} lines (at most {FACE_LINES}): move its code into a module"
+    ]
+    mixed = 'from a.b import c\n__all__ = ["c", "make"]\n\ndef make():\n    return c\n'
+    assert init_problems(mixed) == ["exports c, which it does not define: import it from its own module"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from scaffold.agents.base import Agent, AgentRequest, AgentTraits
+from scaffold.agents.base import Agent
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, builtin_spec
 from scaffold.agents.cli import CliAgent
 from scaffold.agents.conversation import TurnTaker
@@ -26,7 +26,7 @@ from scaffold.agents.custom import load_adapters
 from scaffold.agents.oracle import NopAgent, OracleAgent
 from scaffold.errors import SelectionError
 
-__all__ = ["Agent", "AgentRequest", "AgentTraits", "create_agent", "known_agents"]
+__all__ = ["create_agent", "known_agents"]
 
 _BUILTIN = ("nop", "oracle", *BUILTIN_CLI_AGENTS)
 

@@ -24,7 +24,7 @@ import msgspec
 
 from scaffold.agents.base import AgentRequest
 from scaffold.agents.credentials import load_environment
-from scaffold.agents.streams import merge_turns
+from scaffold.agents.streams.events import merge_turns
 from scaffold.catalog.tasks import Interaction
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import Workspace

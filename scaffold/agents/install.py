@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from scaffold.agents import Agent
+from scaffold.agents.base import Agent
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, CODEBUDDY_VERSION, builtin_spec
 from scaffold.agents.cli import CliAgentSpec
 from scaffold.agents.credentials import eval_home, load_environment

@@ -507,7 +507,8 @@ def _plain_harbor(task: Task | None) -> dict[str, Any] | None:
 
 
 def _trajectory(args: argparse.Namespace) -> int:
-    from scaffold.agents.streams import merge_turns, parser_for
+    from scaffold.agents.streams import parser_for
+    from scaffold.agents.streams.events import merge_turns
 
     parse = parser_for(args.agent)
     turns = []

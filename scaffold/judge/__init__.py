@@ -15,22 +15,18 @@ from typing import Protocol
 from msgspec.structs import replace
 
 from scaffold.errors import CometError
-from scaffold.judge.config import MODEL_REQUIRED, JudgeConfig, judge_enabled, resolve_judge
+from scaffold.judge.config import JudgeConfig
 from scaffold.judge.prompts import COMET_DIMENSIONS, comet_prompt, generic_dimensions, generic_prompt, parse_answer
 from scaffold.records import JudgeInfo
 from scaffold.rubrics import JUDGE_SOURCE, Dimension, WorkspaceFiles
 from scaffold.validation.results import ValidationOutcome
 
 __all__ = [
-    "MODEL_REQUIRED",
     "Judge",
     "JudgeAnswer",
-    "JudgeConfig",
     "JudgeFailure",
     "JudgeRequest",
-    "judge_enabled",
     "judge_trial",
-    "resolve_judge",
 ]
 
 JUDGE_WEIGHT = 1.0

@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterable
 
 from scaffold.agents.streams.claude import parse_claude_stream
 from scaffold.agents.streams.codex import parse_codex_stream
-from scaffold.agents.streams.events import merge_turns
 from scaffold.trajectory import Trajectory
 
-__all__ = ["merge_turns", "parse_claude_stream", "parse_codex_stream", "parser_for"]
+__all__ = ["parser_for"]
 
 
 def parser_for(agent: str) -> Callable[[Iterable[str]], Trajectory]:

@@ -15,7 +15,8 @@ from typing import Any, cast
 
 import pytest
 
-from scaffold.agents import AgentRequest, create_agent
+from scaffold.agents import create_agent
+from scaffold.agents.base import AgentRequest
 from scaffold.agents.builtin import builtin_spec
 from scaffold.agents.cli import CliAgent
 from scaffold.agents.credentials import CredentialSpec, Redactor, eval_home, load_environment, resolve_credentials

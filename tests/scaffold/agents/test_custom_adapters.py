@@ -14,7 +14,8 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from scaffold.agents import AgentRequest, AgentTraits, create_agent, known_agents
+from scaffold.agents import create_agent, known_agents
+from scaffold.agents.base import AgentRequest, AgentTraits
 from scaffold.agents.cli import CliAgent
 from scaffold.agents.custom import adapters_dir, load_adapters
 from scaffold.errors import AgentError, Problem, SelectionError

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from scaffold.experiment.cases import Case
-from scaffold.judge import JudgeConfig, JudgeRequest
-from scaffold.judge.config import MODEL_REQUIRED
+from scaffold.judge import JudgeRequest
+from scaffold.judge.config import MODEL_REQUIRED, JudgeConfig
 from scaffold.judge.transport import JudgeRun
 from scaffold.modelserver import ScriptedModelServer
 from scaffold.modelserver.script import parse_script

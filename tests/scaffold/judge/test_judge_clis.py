@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.judge import JudgeConfig
+from scaffold.judge.config import JudgeConfig
 from scaffold.judge.transport import JudgeRun
 from scaffold.rubrics import JUDGE_SOURCE
 from tests.scaffold.judge.test_judge import ANSWER, SUBJECT_KEY, _request, _server

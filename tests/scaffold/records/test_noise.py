@@ -15,7 +15,8 @@ import msgspec
 import pytest
 from msgspec.structs import replace
 
-from scaffold.agents.streams import merge_turns, parser_for
+from scaffold.agents.streams import parser_for
+from scaffold.agents.streams.events import merge_turns
 from scaffold.agents.streams.failures import failure
 from scaffold.modelserver import ScriptedModelServer, ScriptError, parse_script
 from scaffold.records import NoiseVerdict, TrialRecord

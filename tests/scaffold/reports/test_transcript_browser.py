@@ -21,7 +21,7 @@ import pytest
 from scaffold.agents import create_agent
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, TRANSCRIPT_FILE
 from scaffold.experiment.cases import Case
-from scaffold.judge import JudgeConfig
+from scaffold.judge.config import JudgeConfig
 from scaffold.judge.transport import JudgeRun
 from scaffold.modelserver import ScriptedModelServer, load_script
 from tests.scaffold.reports.test_report_html_browser import chromium, run_chromium

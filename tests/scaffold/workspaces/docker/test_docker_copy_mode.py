@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from scaffold.agents import AgentRequest, AgentTraits, create_agent
+from scaffold.agents import create_agent
+from scaffold.agents.base import AgentRequest, AgentTraits
 from scaffold.catalog.tasks import load_task
 from scaffold.errors import WorkspaceError
 from scaffold.experiment.cases import Case
