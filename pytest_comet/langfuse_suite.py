@@ -12,7 +12,7 @@ writes ``tracing.json``.
 
 A failed upload never fails a test or loses a trial: it is listed at the end (terminal summary, and the
 ``lines`` ``comet eval`` prints), written into tracing.json, and the exit status becomes
-EXIT_REPORTING (6) when it would otherwise be 0; any other status (a gate or test failure: 1) stays.
+ExitStatus.REPORTING (6) when it would otherwise be 0; any other status (a gate or test failure: 1) stays.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from pytest_comet.state import plugin_state
-from scaffold.errors import CometError
+from scaffold.errors import CometError, ExitStatus
 
 if TYPE_CHECKING:
     from pytest_comet.trial import Trial
@@ -36,7 +36,6 @@ __all__ = ["PLUGIN_NAME", "LangfuseSuite"]
 PLUGIN_NAME: Final = "comet-tracing"
 """The name the suite's plugin registers under: ``comet eval`` asks it for its lines and status."""
 _PROPERTY: Final = "comet_langfuse"
-EXIT_REPORTING: Final = 6  # scaffold.cli.eval.outcome.EXIT_REPORTING, without importing the command
 
 
 class LangfuseSuite:
@@ -161,7 +160,7 @@ class LangfuseSuite:
         finally:
             self.reporter.close()
         if self.failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = EXIT_REPORTING
+            session.exitstatus = ExitStatus.REPORTING
 
     def _conclude(self, folder: Path, summary: tuple[str, str]) -> None:
         from scaffold.tracing.langfuse_report import write_status
@@ -182,7 +181,8 @@ class LangfuseSuite:
         if self.failed:
             self.lines.append(
                 "langfuse reporting failed: the trials and local reports are complete; upload them again with "
-                f"`comet report --suite langfuse {folder}` (exit status {EXIT_REPORTING} unless a gate failed)"
+                f"`comet report --suite langfuse {folder}` "
+                f"(exit status {int(ExitStatus.REPORTING)} unless a gate failed)"
             )
         self.lines.append(f"tracing status: {status}")
 

@@ -24,7 +24,7 @@ Client subclass notes every REST call that failed for good (404 and 409 are the 
 SDK test suite's executor notes what failed there (an example sync, a run end), and the dataset and
 experiment are created here, before the plugin would, so a refusal there turns reporting off for the
 session instead of failing every test. The controller writes ``tracing.json`` into the experiment folder,
-shows the failures in the terminal summary and ends with EXIT_REPORTING (6) when nothing else failed.
+shows the failures in the terminal summary and ends with ExitStatus.REPORTING (6) when nothing else failed.
 
 ``--collect-only`` and ``LANGSMITH_TEST_TRACKING=false`` create no client and open no connection.
 """
@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
 
+from scaffold.errors import ExitStatus
 from scaffold.tracing import feedback, reference_outputs
 from scaffold.tracing.langsmith_report import (
     API_KEY,
@@ -377,7 +378,7 @@ def _finish_process(state: _State) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
     """Every process first finishes its own reporting (a worker hands the result to the controller); the
     controller then, after every other sessionfinish (the comet reporter's reports and gates), writes
-    tracing.json and, when reporting failed and nothing else did, sets the exit status EXIT_REPORTING."""
+    tracing.json and, when reporting failed and nothing else did, sets the exit status ExitStatus.REPORTING."""
     config = session.config
     state = config.stash.get(_STATE, None)
     if state is not None and state.enabled:
@@ -393,7 +394,6 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
     if state is None or hasattr(config, "workerinput") or config.option.collectonly:
         return
     from pytest_comet.state import plugin_state
-    from scaffold.cli.eval.outcome import EXIT_REPORTING
 
     comet = plugin_state(config)
     if not sum(comet.verdicts.values()):
@@ -406,7 +406,7 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
     state.summary.lines = _summary_lines(state, problems, path)
     state.summary.failed = failed
     if failed and session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = EXIT_REPORTING
+        session.exitstatus = ExitStatus.REPORTING
 
 
 def _write_status(folder: Path, state: _State, problems: list[str]) -> Path:

@@ -15,16 +15,26 @@ CometError
 ├── ReportError (ValueError)      no records, shards that must not be merged, a bad report setting
 │   └── MixedError                treatments produced by different agents, models, backends, ...
 └── GateError (ValueError)        a --gate expression that does not parse
+
+ExitStatus is the one table of how the harness's commands end (``comet``, ``comet eval``, the reporting
+status of a pytest session); each command's ``--help`` and the README are made from, or tested
+against, EXIT_MEANINGS.
 """
 
 from __future__ import annotations
 
+import enum
+import textwrap
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 __all__ = [
+    "EXIT_MEANINGS",
     "AgentError",
     "CometError",
+    "ExitStatus",
     "GateError",
     "GenerationError",
     "InputWarning",
@@ -40,6 +50,7 @@ __all__ = [
     "TaskError",
     "TreatmentError",
     "WorkspaceError",
+    "exit_status_help",
 ]
 
 _MISSING = object()
@@ -163,3 +174,50 @@ class TaskWarning(UserWarning):
     """What loading a task noticed and accepted (scaffold.catalog.tasks.Task.warnings: an index.yaml entry that
     disagrees with task.toml, which wins): the task runs as its task.toml says, and the run says so once.
     ``-W error::scaffold.errors.TaskWarning`` makes it an error."""
+
+
+class ExitStatus(enum.IntEnum):
+    """How a command of the harness ends. A pytest session keeps pytest's own statuses (0-5) and adds
+    REPORTING; ``comet skill`` (the engine's command line) has a table of its own, beside it."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    NO_ANSWER = 3
+    NOT_COMPARABLE = 4
+    UNREADABLE = 5
+    REPORTING = 6
+    INTERRUPTED = 130
+    BROKEN_PIPE = 141
+
+
+EXIT_MEANINGS: Final[Mapping[ExitStatus, str]] = {
+    ExitStatus.OK: "every gate and quality gate passed; without a gate, the command did what it was asked "
+    "(comet eval: the run produced an answer)",
+    ExitStatus.FAILED: "a gate or quality gate failed (each is listed), a task could not run, or a check "
+    "found problems (comet tasks check, comet engines check)",
+    ExitStatus.USAGE: "a usage or configuration error (a bad option, target, manifest, gate, agent or "
+    "missing credential): nothing ran",
+    ExitStatus.NO_ANSWER: "comet eval could not produce an answer: task generation failed (a partial report "
+    "is written), or every trial was excluded as environment noise or ended in a harness error",
+    ExitStatus.NOT_COMPARABLE: "comet report: the treatments differ in more than the treatment (agent, "
+    "model, backend, ...): nothing is written (--allow-mixed reports them anyway)",
+    ExitStatus.UNREADABLE: "comet report: the gates passed (or there are none) but some record files could "
+    "not be read: the reports are written from the others and list them",
+    ExitStatus.REPORTING: "--suite langsmith|langfuse: the trials and local reports are complete and every "
+    "gate passed, but reporting to the service failed (comet report --suite NAME DIR uploads again)",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitStatus.BROKEN_PIPE: "the reader of the output went away (comet report ... | head -1); the reports "
+    "are written all the same",
+}
+"""What each status means, for every command that can end with it."""
+
+
+def exit_status_help(statuses: Iterable[ExitStatus] = tuple(ExitStatus)) -> str:
+    """The ``exit status:`` part of a command's ``--help``: *statuses*, each with its meaning."""
+    lines = ["exit status:"]
+    for status in statuses:
+        wrapped = textwrap.wrap(EXIT_MEANINGS[status], width=96)
+        lines.append(f"  {int(status):<3}  {wrapped[0]}")
+        lines.extend(f"       {line}" for line in wrapped[1:])
+    return "\n".join(lines) + "\n"

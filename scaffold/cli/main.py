@@ -10,18 +10,16 @@
                        [--delay ROUTE=SECONDS[xN]]... [--no-multipart] [--zstd]
     comet agents list [--json]
     comet agents install [NAME ...] [--prefix DIR]
-    comet eval [TARGET] [options]     (scaffold.cli.eval.command; its own exit codes 0-3, see comet eval --help)
+    comet eval [TARGET] [options]     (scaffold.cli.eval.command)
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images build-base [--release bookworm|trixie] [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
                  [--allow-mixed] [--suite langfuse] [--transcripts]
     comet status EXPERIMENT... [--logs-dir DIR] [--json]   where a run stands (from another shell too)
-    comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit codes 0-4)
+    comet skill add|show|run|continue|check ...   (comet_engine.skills.cli; its own exit statuses)
 
-Exit codes: 0 fine, 1 problems found (for ``report``: a gate failed), 2 usage error; ``report`` also
-3 (reports written, but some record files could not be read: they are listed) and 4 (treatments not
-comparable: they differ in more than the treatment; nothing written; ``--allow-mixed`` reports anyway)
-and, with ``--suite``, 6 (the upload to the service failed; the reports are written).
+Exit statuses: scaffold.errors.ExitStatus, one table for every command (``comet --help`` lists it; each
+command's ``--help`` the statuses it can end with).
 """
 
 from __future__ import annotations
@@ -37,19 +35,22 @@ from scaffold import __version__
 from scaffold.catalog.builtin import project_logs_dir
 from scaffold.catalog.tasks import Task, TaskCatalog
 from scaffold.catalog.treatments import TreatmentCatalog
-from scaffold.errors import CometError, Problem
+from scaffold.errors import CometError, ExitStatus, Problem, exit_status_help
 from scaffold.experiment.cases import profile_problems, unknown_treatment_problems
 from scaffold.session import HarnessSession, Options
 
-__all__ = ["REPORT_MIXED", "REPORT_UNREADABLE", "main"]
+__all__ = ["entry", "main"]
 
-REPORT_UNREADABLE = 3
-"""``comet report``: the reports were written from the readable records; some record files were not."""
-REPORT_MIXED = 4
-"""``comet report``: treatments differ in more than the treatment (agent, model, ...); nothing written."""
-REPORT_UPLOAD_FAILED = 6
-"""``comet report --suite``: the reports were written and the gates passed, but the upload failed (the
-tracing suites' EXIT_REPORTING)."""
+REPORT_STATUSES = (
+    ExitStatus.OK,
+    ExitStatus.FAILED,
+    ExitStatus.USAGE,
+    ExitStatus.NOT_COMPARABLE,
+    ExitStatus.UNREADABLE,
+    ExitStatus.REPORTING,
+    ExitStatus.BROKEN_PIPE,
+)
+"""The statuses ``comet report`` ends with (scaffold.errors.ExitStatus)."""
 
 
 class _Retained:
@@ -81,7 +82,7 @@ def entry() -> None:
     except BrokenPipeError:
         # Python's advice for this case: point stdout at /dev/null so the flush at exit cannot fail again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141
+        code = ExitStatus.BROKEN_PIPE
     if not _Retained.items:
         raise SystemExit(code)
     sys.stderr.flush()
@@ -94,19 +95,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(words)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return ExitStatus.USAGE
     try:
         code: int = args.func(args)
     except CometError as exc:
         print(f"comet: {exc}", file=sys.stderr)
-        return 2
+        return ExitStatus.USAGE
     return code
 
 
 def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     """The command line; the ``skill`` commands are built only when asked for (*skill_commands*): they
     import comet_engine, about 0.2 s that every other command, ``comet report`` first, need not pay."""
-    parser = argparse.ArgumentParser(prog="comet", description="comet-eval: does this skill make agents better?")
+    parser = argparse.ArgumentParser(
+        prog="comet",
+        description="comet-eval: does this skill make agents better?",
+        epilog=exit_status_help() + "comet skill has statuses of its own: comet skill --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"comet-eval {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -173,10 +179,9 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         description="Merge the trial records of every EXPERIMENT_DIR and write summary.md, "
         "comparison_report.md, results.jsonl and (with --html) report.html. Treatments are compared only "
         "when everything but the treatment is the same (agent, agent version, model, endpoint, backend, "
-        "harness version, task content). Exit status: 0 when every --gate passes, 1 when one fails, 2 on a "
-        "usage error (bad gate, unmergeable shards, no records), 3 when the gates pass (or there are none) "
-        "but some record files could not be read (the reports list them and leave them out), 4 when "
-        "treatments are not comparable (nothing is written; --allow-mixed reports them anyway).",
+        "harness version, task content).",
+        epilog=exit_status_help(REPORT_STATUSES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument("dirs", nargs="+", type=Path, metavar="EXPERIMENT_DIR", help="experiment directories")
     report.add_argument(
@@ -705,7 +710,7 @@ def _report(args: argparse.Namespace) -> int:
         )
     except MixedError as exc:
         print(f"comet: {exc}", file=sys.stderr)
-        return REPORT_MIXED
+        return ExitStatus.NOT_COMPARABLE
     if keep:
         _Retained.items.append(reported)  # freed by the process's end (entry), not object by object
     written = reported.written
@@ -737,14 +742,14 @@ def _report(args: argparse.Namespace) -> int:
     if not all(r.passed for r in results):
         return 1  # a failed gate is the answer CI asks for first; unreadable records are listed above
     if upload_failed:
-        return REPORT_UPLOAD_FAILED
+        return ExitStatus.REPORTING
     if reported.problems:
         print(
             f"comet: {len(reported.problems)} record file(s) could not be read; the reports list them and "
-            f"leave them out (exit status {REPORT_UNREADABLE})",
+            f"leave them out (exit status {int(ExitStatus.UNREADABLE)})",
             file=sys.stderr,
         )
-        return REPORT_UNREADABLE
+        return ExitStatus.UNREADABLE
     return 0
 
 

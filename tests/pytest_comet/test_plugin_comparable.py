@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.cli.main import REPORT_MIXED, main
+from scaffold.cli.main import main
+from scaffold.errors import ExitStatus
 from tests.support.factories import TaskFactory
 
 
@@ -46,7 +47,7 @@ def test_merging_control_run_by_nop_with_skill_run_by_oracle_is_refused(
     capsys.readouterr()
 
     # Before the fix this printed "SKILL vs CONTROL: improvement" (p = 0.031) and exited 0.
-    assert main(["report", *dirs, "--out", str(out)]) == REPORT_MIXED == 4
+    assert main(["report", *dirs, "--out", str(out)]) == ExitStatus.NOT_COMPARABLE == 4
     printed = capsys.readouterr()
     assert "agent differs: CONTROL ran nop, SKILL ran oracle" in printed.err
     assert "--allow-mixed" in printed.err and "improvement" not in printed.out

@@ -1,7 +1,7 @@
 """``comet eval examples/release-notes --suite langfuse|langsmith`` with the real Claude Code CLI against the
 scripted model server, reporting to ``comet trace-server``: the local reports, and at the trace server every
 trial's trace (or run) with its trajectory and scores and the experiment's summary; a server answering 500
-leaves the local results complete and the run exits EXIT_REPORTING (6). No key is written anywhere.
+leaves the local results complete and the run exits ExitStatus.REPORTING (6). No key is written anywhere.
 
 Needs the claude CLI (on PATH or in $COMET_AGENT_BIN_DIR); skipped locally when absent, failed in CI.
 """
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from scaffold.cli.eval.outcome import EXIT_REPORTING
+from scaffold.errors import ExitStatus
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.traceserver import Failure, TraceServer
 from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_run_env
@@ -105,7 +105,7 @@ def test_langfuse_suite_with_claude_code(tmp_path: Path) -> None:
             assert (name, run["trace_id"]) in scores, name
     assert any(name == "comet.pass_at_k" for name, _ in scores)
 
-    assert failed.returncode == EXIT_REPORTING, failed.stdout + failed.stderr
+    assert failed.returncode == ExitStatus.REPORTING, failed.stdout + failed.stderr
     _local_results_complete(failed_experiment)
     _no_secret(tmp_path, output, log, failed.stdout, failed.stderr)
 
@@ -137,6 +137,6 @@ def test_langsmith_suite_with_claude_code(tmp_path: Path) -> None:
     keys = {f["key"] for f in decoded["feedback"]}
     assert {"checks_pass_rate", "rubric.completion", "pass"} <= keys, keys
 
-    assert failed.returncode == EXIT_REPORTING, failed.stdout + failed.stderr
+    assert failed.returncode == ExitStatus.REPORTING, failed.stdout + failed.stderr
     _local_results_complete(failed_experiment)
     _no_secret(tmp_path, output, log, failed.stdout, failed.stderr)

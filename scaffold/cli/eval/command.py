@@ -33,28 +33,16 @@ from typing import Any, TextIO
 
 from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
 from scaffold.catalog.treatments import CONTROL
-from scaffold.cli.eval.outcome import (
-    EXIT_CODES_HELP,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_NO_ANSWER,
-    EXIT_OK,
-    EXIT_USAGE,
-    finish,
-)
+from scaffold.cli.eval.outcome import EVAL_STATUSES, finish
 from scaffold.cli.eval.plan import EvalPlan, header_lines
 from scaffold.cli.eval.planner import plan_eval
 from scaffold.cli.eval.progress import Progress
 from scaffold.cli.eval.target import UsageError
 from scaffold.cli.user_env import ensure_user_env, user_env_file
-from scaffold.errors import CometError, GenerationError
+from scaffold.errors import CometError, ExitStatus, GenerationError, exit_status_help
 from scaffold.skill_eval.resolve import QUICK_TASK
 
 __all__ = [
-    "EXIT_FAILED",
-    "EXIT_NO_ANSWER",
-    "EXIT_OK",
-    "EXIT_USAGE",
     "EvalPlan",
     "UsageError",
     "add_eval_command",
@@ -74,7 +62,7 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         "declares none) run under CONTROL and under the skill, then the statistics, reports and gates. "
         "TARGET is a skill folder, its SKILL.md, or a manifest (comet/eval.yaml). Settings: command line > "
         "manifest > environment (process, then ~/.comet/eval/.env) > default (claude-code, local backend).",
-        epilog=EXIT_CODES_HELP,
+        epilog=exit_status_help(EVAL_STATUSES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("target", nargs="?", type=Path, metavar="TARGET", help="skill folder, SKILL.md or eval.yaml")
@@ -259,13 +247,13 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
 
 
 def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
-    """``comet eval``: the exit status (EXIT_*)."""
+    """``comet eval``: its exit status (one of EVAL_STATUSES)."""
     out = out or sys.stdout
     try:
         plan = plan_eval(args)
     except CometError as exc:
         print(f"comet eval: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     if args.collect:
         return _collect(plan, out)
     created = ensure_user_env()
@@ -280,7 +268,7 @@ def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
         for line in header_lines(plan, mode="run"):
             print(line, file=out)
         print(f"comet eval: {plan.credentials_problem}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.USAGE
     for line in header_lines(plan, mode="run"):
         print(line, file=out)
     if plan.tasks_source == "pending generation":
@@ -292,10 +280,10 @@ def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             tasks = tuple((t.name, "generated") for t in load_generated(path, builtin_tasks=builtin_task_names()).tasks)
         except GenerationError as exc:
             print(f"comet eval: {exc}", file=sys.stderr)
-            return EXIT_NO_ANSWER
+            return ExitStatus.NO_ANSWER
         except CometError as exc:
             print(f"comet eval: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitStatus.USAGE
         plan = dataclasses.replace(plan, tasks_source="generated", tasks=tasks, generated=path)
         print(f"Tasks generated: {', '.join(name for name, _ in plan.tasks)}", file=out)
     # The session reads the manifest itself (its gates, baseline, settings; generated tasks from the cache);
@@ -342,7 +330,7 @@ def _collect(plan: EvalPlan, out: TextIO) -> int:
         "started, and nothing was written.",
         file=out,
     )
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def _run_pytest(plan: EvalPlan, argv: list[str], out: TextIO) -> int:
@@ -352,7 +340,7 @@ def _run_pytest(plan: EvalPlan, argv: list[str], out: TextIO) -> int:
     try:
         code = int(pytest.main(argv, plugins=[progress]))
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return ExitStatus.INTERRUPTED
     reporter = progress.config.pluginmanager.get_plugin("comet-reporter") if progress.config else None
     tracing = progress.config.pluginmanager.get_plugin("comet-tracing") if progress.config else None
     return finish(plan, code, progress, reporter, out, tracing)

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scaffold.cli.main import REPORT_UNREADABLE, main
+from scaffold.cli.main import main
+from scaffold.errors import ExitStatus
 from scaffold.experiment.cases import Case
 from tests.support.factories import TaskFactory, make_runner
 
@@ -149,13 +150,13 @@ def test_a_damaged_record_is_reported_or_listed_never_a_crash(
     # --allow-mixed: a damaged record may also claim another model or agent; that refusal is item 3's test.
     code = main(["report", str(experiment), "--html", "--allow-mixed"])  # an exception escaping fails here
     err = capsys.readouterr().err
-    assert code in (0, REPORT_UNREADABLE), err
+    assert code in (0, ExitStatus.UNREADABLE), err
     rows = [json.loads(line) for line in (experiment / "results.jsonl").read_text().splitlines()]
     used = [r["record"] for r in rows if not r.get("unreadable")]
     listed = [r["record"] for r in rows if r.get("unreadable")]
     # Every record file exactly once: reported, or listed as unreadable.
     assert sorted(used + listed) == sorted(pristine)
-    assert (code == REPORT_UNREADABLE) == bool(listed) and listed in ([], [name])
+    assert (code == ExitStatus.UNREADABLE) == bool(listed) and listed in ([], [name])
     summary = (experiment / "summary.md").read_text()
     assert ("## Unreadable records" in summary) == bool(listed)
     if listed:
@@ -190,7 +191,7 @@ def test_the_damage_issue_11_found_is_listed_with_its_field(
     experiment = _write(pristine, tmp_path)
     name = "trials/a-SKILL-r1/record.json"
     (experiment / name).write_text(json.dumps({**json.loads(pristine[name]), **change}))
-    assert main(["report", str(experiment)]) == REPORT_UNREADABLE
+    assert main(["report", str(experiment)]) == ExitStatus.UNREADABLE
     captured = capsys.readouterr()
     assert "7 trial(s) of 2 task(s)" in captured.out
     assert f"unreadable: {name}: field {field}: " in captured.err

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 import pytest
 
 from scaffold.cli.eval import command
-from scaffold.cli.eval.command import EXIT_NO_ANSWER, EXIT_OK, plan_eval
+from scaffold.cli.eval.command import plan_eval
 from scaffold.cli.eval.outcome import finish
 from scaffold.cli.eval.progress import Progress
 from scaffold.cli.main import main
-from scaffold.errors import GenerationError
+from scaffold.errors import ExitStatus, GenerationError
 from scaffold.experiment import PROGRESS_FILE
 from scaffold.records.files import write_record
 from tests.scaffold.cli.eval.test_plan import INLINE, args, manifest_data, skill
@@ -139,7 +139,7 @@ def test_a_generation_failure_exits_3(
         raise GenerationError(f"task_generation: generator did not return JSON\nPartial report: {report}", report)
 
     monkeypatch.setattr(command, "_generate", failed)
-    assert main(["eval", str(folder), "--agent", "nop"]) == EXIT_NO_ANSWER  # nop: no program to look for
+    assert main(["eval", str(folder), "--agent", "nop"]) == ExitStatus.NO_ANSWER  # nop: no program to look for
     captured = capsys.readouterr()
     assert re.search(r"Tasks:\s+pending generation", captured.out)
     assert f"Partial report: {report}" in captured.err
@@ -157,11 +157,11 @@ def test_every_trial_excluded_or_errored_is_no_answer(tmp_path: Path) -> None:
         ]
     ):
         progress.records.append(write_record(tmp_path / f"r{i}" / "record.json", record))
-    assert finish(plan, 0, progress, None, io.StringIO()) == EXIT_NO_ANSWER
+    assert finish(plan, 0, progress, None, io.StringIO()) == ExitStatus.NO_ANSWER
     progress.records.append(
         write_record(tmp_path / "r9" / "record.json", rec("writes-summary", "CONTROL", 2, "failed"))
     )
-    assert finish(plan, 1, progress, None, io.StringIO()) == EXIT_OK  # an answer, and no gate to fail
+    assert finish(plan, 1, progress, None, io.StringIO()) == ExitStatus.OK  # an answer, and no gate to fail
 
 
 def test_pytest_arguments_are_the_plugins_options(tmp_path: Path) -> None:
