@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_comet.langfuse_suite import PLUGIN_NAME, LangfuseSuite
+from pytest_comet.langfuse_suite import SUITE, LangfuseSuite
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(LangfuseSuite(config), PLUGIN_NAME)
+    suite = LangfuseSuite(config)
+    config.stash[SUITE] = suite
+    config.pluginmanager.register(suite, "comet-langfuse")
 
 
 @pytest.fixture
 def comet_langfuse(request: pytest.FixtureRequest) -> LangfuseSuite:
     """The suite's reporter of this process."""
-    suite = request.config.pluginmanager.get_plugin(PLUGIN_NAME)
-    assert isinstance(suite, LangfuseSuite)
-    return suite
+    return request.config.stash[SUITE]

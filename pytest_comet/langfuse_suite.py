@@ -29,12 +29,13 @@ from scaffold.errors import CometError, ExitStatus
 
 if TYPE_CHECKING:
     from pytest_comet.trial import Trial
+    from scaffold.reports.outcome import SessionOutcome
     from scaffold.tracing.langfuse_report import LangfuseReporter, LangfuseSettings, TrialUpload
 
-__all__ = ["PLUGIN_NAME", "LangfuseSuite"]
+__all__ = ["SUITE", "LangfuseSuite"]
 
-PLUGIN_NAME: Final = "comet-tracing"
-"""The name the suite's plugin registers under: ``comet eval`` asks it for its lines and status."""
+SUITE: Final = pytest.StashKey["LangfuseSuite"]()
+"""The suite's plugin of this pytest process, in ``config.stash`` (langfuse/conftest.py's fixture reads it)."""
 _PROPERTY: Final = "comet_langfuse"
 
 
@@ -50,7 +51,9 @@ class LangfuseSuite:
         """The controller's: every trial's upload, as the test reports (from every worker) said."""
         self.failed = False
         self.lines: list[str] = []
-        """What happened, for the terminal and ``comet eval``."""
+        """What happened, for the terminal and ``comet eval`` (pytest_comet_tracing_outcome)."""
+        self.outcome: SessionOutcome | None = None
+        """What the comet controller concluded: the gates the experiment summary carries."""
         self._connect_error = ""
         self._earlier: dict[str, TrialUpload] | None = None
 
@@ -133,6 +136,9 @@ class LangfuseSuite:
 
     # -- end
 
+    def pytest_comet_session_outcome(self, outcome: SessionOutcome) -> None:
+        self.outcome = outcome
+
     @pytest.hookimpl(wrapper=True, trylast=True)  # inside the terminal's wrapper: after the comet reporter
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, Any, Any]:
         result = yield
@@ -152,13 +158,16 @@ class LangfuseSuite:
             if not state.verdicts:
                 return
             experiment = state.session.experiment()
-            comet = self.config.pluginmanager.get_plugin("comet-reporter")
-            gates = tuple(getattr(comet, "gate_results", ()))
+            gates = self.outcome.gate_results if self.outcome is not None else ()
             summary = read_summary(experiment.id, experiment.root, gates)
             sent = self.reporter.report_summary(summary)
             self._conclude(experiment.root, sent)
         finally:
             self.reporter.close()
+        from scaffold.reports.outcome import TracingOutcome
+
+        outcome = TracingOutcome("langfuse", tuple(self.lines), self.failed)
+        self.config.hook.pytest_comet_tracing_outcome(config=self.config, outcome=outcome)
         if self.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = ExitStatus.REPORTING
 

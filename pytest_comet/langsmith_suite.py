@@ -75,14 +75,12 @@ __all__ = [
 
 SERVICE: Final = "langsmith"
 STATUS_FILE: Final = "tracing.json"
-PLUGIN_NAME: Final = "comet-tracing"
-"""The name comet eval looks the suite's summary up by (``lines``, ``failed``), as for the Langfuse suite."""
 _WORKEROUTPUT_KEY: Final = "comet_langsmith"
 
 
-@dataclass(eq=False)  # registered as a plugin: hashable by identity
+@dataclass
 class _Summary:
-    """What comet eval (scaffold.cli.eval.outcome.finish) and the terminal summary show."""
+    """What the terminal summary shows (and comet eval, through pytest_comet_tracing_outcome)."""
 
     lines: list[str] = field(default_factory=list)
     failed: bool = False
@@ -125,8 +123,6 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _State(enabled=enabled)
     config.stash[_STATE] = state
     _CONFIG[:] = [config]
-    if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(state.summary, PLUGIN_NAME)
     if not enabled:
         # The SDK reads the switch from os.environ only: a ~/.comet/eval/.env setting must reach it too.
         _set_env(state, "LANGSMITH_TEST_TRACKING", "false")
@@ -405,6 +401,10 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
         path = _write_status(comet.session.experiment().root, state, problems)
     state.summary.lines = _summary_lines(state, problems, path)
     state.summary.failed = failed
+    from scaffold.reports.outcome import TracingOutcome
+
+    outcome = TracingOutcome(SERVICE, tuple(state.summary.lines), failed)
+    config.hook.pytest_comet_tracing_outcome(config=config, outcome=outcome)
     if failed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = ExitStatus.REPORTING
 

@@ -45,6 +45,12 @@ CASE_FIXTURE = "comet_case"
 # --- options ---------------------------------------------------------------------------------------
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_comet import hooks
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     group = parser.getgroup("comet", "comet-eval trials (active only in suites using the comet_trial fixture)")
     add = _OptionAdder(group, pluginmanager)

@@ -38,6 +38,7 @@ from scaffold.errors import CometError, MixedError
 if TYPE_CHECKING:
     from scaffold.reports.gates import GateResult
     from scaffold.reports.model import UnreadableRecord
+    from scaffold.reports.outcome import SessionOutcome
 
 __all__ = ["Reporter"]
 
@@ -79,6 +80,26 @@ class Reporter:
         state = plugin_state(self.config)
         if (not state.verdicts and not self.not_run) or self.config.option.collectonly:
             return
+        try:
+            self._conclude(session, state)
+        finally:  # what was concluded, also when reporting failed: comet eval and the tracing suites read it
+            self.config.hook.pytest_comet_session_outcome(config=self.config, outcome=self.outcome())
+
+    def outcome(self) -> SessionOutcome:
+        from scaffold.reports.outcome import SessionOutcome
+
+        return SessionOutcome(
+            identities=tuple(self.identities),
+            verdicts=tuple(self.verdicts),
+            report_paths=self.paths,
+            report_error=self.report_error,
+            gate_results=self.gate_results,
+            quality=tuple(self.quality),
+            budget=tuple(self.budget_lines()),
+        )
+
+    def _conclude(self, session: pytest.Session, state: Any) -> None:
+        """Write the reports, answer the gates and set the session's exit status."""
         self._finish_plan(state)
         from scaffold.reports.comparable import identity_line
         from scaffold.reports.gates import evaluate_gates

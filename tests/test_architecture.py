@@ -343,3 +343,52 @@ def test_the_init_check_sees_a_long_face_and_a_main_module_that_reexports() -> N
     ]
     mixed = 'from a.b import c\n__all__ = ["c", "make"]\n\ndef make():\n    return c\n'
     assert init_problems(mixed) == ["exports c, which it does not define: import it from its own module"]
+
+
+PYTEST_OWN_PLUGINS = ("terminalreporter",)
+"""pytest's own plugins, which any plugin may ask pytest for by name."""
+SUITE_FILES = sorted(p for folder in ("local", "langsmith", "langfuse") for p in (REPO / folder).rglob("*.py"))
+
+
+def seam_problems(source: str, module: str) -> list[str]:
+    """Where *source* runs a pytest session or reads a plugin object of ours by its name. Only the command
+    line (scaffold.cli) runs pytest in-process, and what a session concluded reaches it through the
+    plugin's hooks (pytest_comet/hooks.py), typed: never an object looked up by name and typed Any."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        func = ast.unparse(node.func)
+        if func == "pytest.main" and not module.startswith("scaffold.cli"):
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("get_plugin", "getplugin"):
+            name = node.args[0] if node.args else None
+            if not (isinstance(name, ast.Constant) and name.value in PYTEST_OWN_PLUGINS):
+                found.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_command_line_runs_pytest_and_no_one_reads_plugins_by_name() -> None:
+    found = []
+    for module, path in MODULES.items():
+        found += seam_problems(path.read_text(encoding="utf-8"), module)
+    for path in SUITE_FILES:
+        found += seam_problems(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+    assert found == []
+
+
+def test_the_seam_check_sees_pytest_run_elsewhere_and_a_plugin_read_by_name() -> None:
+    source = (
+        "import pytest\n"
+        "def run(config):\n"
+        "    pytest.main(['x'])\n"
+        "    reporter = config.pluginmanager.get_plugin('comet-reporter')\n"
+        "    terminal = config.pluginmanager.get_plugin('terminalreporter')\n"
+    )
+    assert seam_problems(source, "scaffold.cli.eval.command") == [
+        "scaffold.cli.eval.command:4: config.pluginmanager.get_plugin('comet-reporter')"
+    ]
+    assert seam_problems(source, "scaffold.session") == [
+        "scaffold.session:3: pytest.main(['x'])",
+        "scaffold.session:4: config.pluginmanager.get_plugin('comet-reporter')",
+    ]

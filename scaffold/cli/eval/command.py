@@ -341,6 +341,4 @@ def _run_pytest(plan: EvalPlan, argv: list[str], out: TextIO) -> int:
         code = int(pytest.main(argv, plugins=[progress]))
     except KeyboardInterrupt:
         return ExitStatus.INTERRUPTED
-    reporter = progress.config.pluginmanager.get_plugin("comet-reporter") if progress.config else None
-    tracing = progress.config.pluginmanager.get_plugin("comet-tracing") if progress.config else None
-    return finish(plan, code, progress, reporter, out, tracing)
+    return finish(plan, code, progress, out)

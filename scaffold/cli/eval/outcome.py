@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Final, TextIO
 
 from scaffold.cli.eval.plan import EvalPlan, has_gates
 from scaffold.cli.eval.progress import Progress
@@ -27,39 +27,44 @@ EVAL_STATUSES: Final = (
 REPORTING is the same number from pytest and from ``comet eval``; a gate failure wins over it."""
 
 
-def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: TextIO, tracing: Any = None) -> int:
-    """The lines after the run and the exit status, from pytest's status and what the reporter decided;
-    *tracing*, a tracing suite's plugin (``--suite langsmith|langfuse``): its ``lines``, and ``failed``
-    when the upload failed (the session's status is then ExitStatus.REPORTING unless a gate failed)."""
+_PYTEST_INTERRUPTED = 2  # pytest.ExitCode.INTERRUPTED
+_PYTEST_USAGE_ERROR = 4  # pytest.ExitCode.USAGE_ERROR
+
+
+def finish(plan: EvalPlan, code: int, progress: Progress, out: TextIO) -> int:
+    """The lines after the run and the exit status, from pytest's status and what the session concluded
+    (the outcomes the progress plugin was handed through the plugin's hooks: the controller's, and a
+    tracing suite's under ``--suite langsmith|langfuse``, whose failed upload makes the status REPORTING
+    unless a gate failed)."""
     reporting_failed = code == ExitStatus.REPORTING
     if reporting_failed:
         code = 0  # the trials ran and the gates passed: answered below like a clean run, then status 6
     for message in progress.collect_errors:
         print(f"comet eval: {message}", file=sys.stderr)
-    if code == 4:  # pytest's usage error: already printed by pytest (a credential, a manifest, a gate)
+    if code == _PYTEST_USAGE_ERROR:  # already printed by pytest (a credential, a manifest, a gate)
         return ExitStatus.USAGE
-    if code == 2:
+    if code == _PYTEST_INTERRUPTED:
         print("comet eval: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
     if code not in (0, 1):
         print(f"comet eval: the pytest session ended with status {code} (no trial could run)", file=sys.stderr)
         return ExitStatus.NO_ANSWER
-    if reporter is not None:
-        for line in reporter.identities:
+    outcome = progress.outcome
+    if outcome is not None:
+        for line in outcome.identities:
             print(f"treatment {line}", file=out)
-        for line in reporter.verdicts:
+        for line in outcome.verdicts:
             print(f"verdict: {line}", file=out)
-        for path in reporter.paths:
+        for path in outcome.report_paths:
             print(f"{path.stem.replace('_', ' ')}: {path}", file=out)
-        if reporter.report_error:
-            print(f"reports not written: {reporter.report_error}", file=out)
-        for result in reporter.gate_results:
+        if outcome.report_error:
+            print(f"reports not written: {outcome.report_error}", file=out)
+        for result in outcome.gate_results:
             print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}", file=out)
-        for line in reporter.quality:
+        for line in (*outcome.quality, *outcome.budget):
             print(line, file=out)
-        for line in reporter.budget_lines():
-            print(line, file=out)
-    for line in getattr(tracing, "lines", ()):
+    tracing = progress.tracing
+    for line in tracing.lines if tracing is not None else ():
         print(line, file=out)
     answered = _answered(progress.records)
     if not answered:
@@ -74,7 +79,7 @@ def finish(plan: EvalPlan, code: int, progress: Progress, reporter: Any, out: Te
     if not has_gates(plan) and progress.invalid:
         print(f"comet eval: {progress.invalid} item(s) could not run (invalid tasks)", file=sys.stderr)
         return ExitStatus.FAILED
-    if reporting_failed or bool(getattr(tracing, "failed", False)):
+    if reporting_failed or (tracing is not None and tracing.failed):
         print(
             f"comet eval: reporting to {plan.suite} failed (see above); the local results are complete", file=sys.stderr
         )

@@ -2,7 +2,7 @@
 pytest) printing one line per finished trial and, on a terminal, the live status line (scaffold.experiment.live,
 the one every pytest session shows; the session runs without pytest's terminal reporter, so only this
 plugin writes), and keeping what the end of the run needs (the records written, the invalid items,
-collection errors).
+collection errors, and the outcomes the comet plugin's hooks hand over: pytest_comet/hooks.py).
 """
 
 from __future__ import annotations
@@ -11,17 +11,20 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from scaffold.experiment.live import LiveLine, trial_line
 from scaffold.experiment.status import RecordCache, read_status, status_line
+
+if TYPE_CHECKING:  # the reports' model (gates, statistics) is loaded by the session, not by the command
+    from scaffold.reports.outcome import SessionOutcome, TracingOutcome
 
 __all__ = ["Progress"]
 
 
 class Progress:
     """A pytest plugin for the in-process session: one line per finished trial, a live line on a terminal,
-    and what the controller's reporter decided, read at the end."""
+    and what the session concluded, handed over by the comet plugin's hooks."""
 
     def __init__(self, out: TextIO, total: int, experiment_dir: Path) -> None:
         self.out = out
@@ -31,7 +34,10 @@ class Progress:
         self.invalid = 0
         self.not_run = 0
         self.collect_errors: list[str] = []
-        self.config: Any = None
+        self.outcome: SessionOutcome | None = None
+        """What the controller concluded (None: no trial ran or was skipped)."""
+        self.tracing: TracingOutcome | None = None
+        """How a tracing suite's reporting went (None: no suite reported)."""
         self._running: dict[str, float] = {}
         self._lock = threading.Lock()
         self._experiment_dir = experiment_dir
@@ -39,9 +45,6 @@ class Progress:
         self.live: LiveLine | None = LiveLine(out, self.live_line) if out.isatty() else None
 
     # pytest hooks
-
-    def pytest_configure(self, config: Any) -> None:
-        self.config = config
 
     def pytest_sessionstart(self) -> None:
         if self.live is not None:
@@ -88,6 +91,12 @@ class Progress:
     def pytest_sessionfinish(self) -> None:
         if self.live is not None:
             self.live.stop()
+
+    def pytest_comet_session_outcome(self, outcome: SessionOutcome) -> None:
+        self.outcome = outcome
+
+    def pytest_comet_tracing_outcome(self, outcome: TracingOutcome) -> None:
+        self.tracing = outcome
 
     def live_line(self) -> str:
         """What the live line says now: the experiment's status (scaffold.experiment.status), empty while no trial

@@ -157,11 +157,11 @@ def test_every_trial_excluded_or_errored_is_no_answer(tmp_path: Path) -> None:
         ]
     ):
         progress.records.append(write_record(tmp_path / f"r{i}" / "record.json", record))
-    assert finish(plan, 0, progress, None, io.StringIO()) == ExitStatus.NO_ANSWER
+    assert finish(plan, 0, progress, io.StringIO()) == ExitStatus.NO_ANSWER
     progress.records.append(
         write_record(tmp_path / "r9" / "record.json", rec("writes-summary", "CONTROL", 2, "failed"))
     )
-    assert finish(plan, 1, progress, None, io.StringIO()) == ExitStatus.OK  # an answer, and no gate to fail
+    assert finish(plan, 1, progress, io.StringIO()) == ExitStatus.OK  # an answer, and no gate to fail
 
 
 def test_pytest_arguments_are_the_plugins_options(tmp_path: Path) -> None:
