@@ -9,8 +9,7 @@ file per trial) into an experiment directory in a temporary folder, then measure
   runs; goal **at most 10 s**;
 * the same steps one by one in this process (the collector paused, as the command does), so the split
   shows what dominates: reading the records (scaffold.reports.load), the analysis, and each renderer.
-  The command writes results.jsonl in a forked child while it analyses (scaffold.reports.aside), so its
-  time is less than the sum of the steps;
+  The command adds its start-up and the process's end to the sum of the steps;
 * the size of report.html; goal **at most 2 MB**;
 * ``comet report EXPERIMENT_DIR --transcripts`` on an experiment of ``--transcript-trials`` trials (at
   most the total; default 10,000): every trial's transcript.html (re)written; goal **at most 30 s**, with

@@ -8,7 +8,6 @@ summary.py     summary.md;  comparison.py: comparison_report.md;  html.py (+ svg
 results.py     results.jsonl rows;  gates.py: --gate expressions evaluated against an Analysis (pure)
 config.py      which outputs: --html, --report-config, $COMET_EVAL_REPORT_CONFIG
 load.py        read and merge experiment directories;  write.py: write every report atomically
-aside.py       results.jsonl written in a forked child while the analysis runs
 markdown.py    the jinja2 environment of the Markdown reports
 transcript.py  one trial's transcript.html, every text bounded (+ transcript_page.py, its markup;
                transcripts.py, reading trial folders and writing the pages)

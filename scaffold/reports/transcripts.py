@@ -10,10 +10,9 @@ A transcript is a view of files that stay in the folder, never the source of tru
 one must not cost the trial its record. :func:`write_transcript` therefore writes a short page naming the
 error instead, and raises only when even that cannot be written.
 
-Many trials (``comet report --transcripts``): the trial folders are split between this process and one
-forked child (scaffold.reports.aside.can_fork says when that is safe); each reads its records once and
-renders with the one compiled template. The pages are written atomically (scaffold.util.atomic) but without
-flushing each to the disk: they can always be written again from the records.
+Many trials (``comet report --transcripts``): each record is read once and its page written atomically
+(scaffold.util.atomic) but without flushing each to the disk: they can always be written again from the
+records.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import contextlib
 import json
 import os
 import re
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +33,6 @@ from scaffold.errors import RecordError
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
 from scaffold.records import TrialRecord
 from scaffold.records.files import read_record
-from scaffold.reports.aside import can_fork
 from scaffold.reports.transcript import FileText, TrialFolder, TurnStream, render_transcript
 from scaffold.util.atomic import write_text_atomic
 
@@ -50,8 +47,6 @@ MAX_LISTED: Final = 50
 """Files of a sub-folder (validation/, simulator/) shown or linked."""
 SIMULATOR_DIR: Final = "simulator"
 """Where the simulated user's turns keep their streams (scaffold.agents.conversation)."""
-FORK_MIN: Final = 200
-"""From this many trials, a forked child writes half of them."""
 
 _TURN = re.compile(r"^agent\.turn-(\d+)\.jsonl$")
 _TURN_STDERR = re.compile(r"^agent\.turn-(\d+)\.stderr\.log$")
@@ -117,36 +112,7 @@ def write_transcript(trial_dir: Path, record: TrialRecord, *, durable: bool = Fa
 
 def write_transcripts(dirs: Sequence[Path]) -> Transcripts:
     """(Re)write the transcript of every trial with a record in the experiment directories *dirs*."""
-    folders = [folder for directory in dirs for folder in _trial_folders(directory / "trials")]
-    if len(folders) < FORK_MIN or not can_fork():
-        return _write_all(folders)
-    read_end, write_end = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # as scaffold.reports.aside forks
-        pid = os.fork()
-    if pid == 0:  # the child: every other folder, then its result through the pipe
-        os.close(read_end)
-        code = 1
-        try:
-            done = _write_all(folders[1::2])
-            with os.fdopen(write_end, "w", encoding="utf-8") as out:
-                json.dump({"written": done.written, "problems": list(done.problems)}, out)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    try:
-        mine = _write_all(folders[0::2])
-    finally:  # the child is always reaped, also when this process fails
-        with os.fdopen(read_end, encoding="utf-8") as pipe:
-            reply = pipe.read()
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not reply:
-        theirs = _write_all(folders[1::2])  # the child failed: do its share here, where errors surface
-    else:
-        data = json.loads(reply)
-        theirs = Transcripts(int(data["written"]), tuple(str(p) for p in data["problems"]))
-    return Transcripts(mine.written + theirs.written, mine.problems + theirs.problems)
+    return _write_all([folder for directory in dirs for folder in _trial_folders(directory / "trials")])
 
 
 def _write_all(folders: Sequence[Path]) -> Transcripts:

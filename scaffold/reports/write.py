@@ -17,7 +17,6 @@ from scaffold.errors import ReportError
 from scaffold.records import TrialRecord
 from scaffold.records.files import gc_paused
 from scaffold.reports.analysis import build_analysis
-from scaffold.reports.aside import FORK_MIN_TRIALS, Aside
 from scaffold.reports.comparable import Identities, refuse_mixed
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
@@ -146,19 +145,13 @@ def _write_reports(
         refuse_mixed(identities, baseline)  # before any file is written: no report pairs them
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    # results.jsonl needs no analysis: a forked child writes it meanwhile when there are many records.
-    with Aside(
-        out_dir / RESULTS,
-        lambda: write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)),
-        fork=len(records) >= FORK_MIN_TRIALS,
-    ) as results:
-        analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
-        if outputs.markdown:
-            paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
-            paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
-        if outputs.html:
-            from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
+    analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
+    if outputs.markdown:
+        paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
+        paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
+    if outputs.html:
+        from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
 
-            paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
-        paths.append(results.wait())
+        paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
+    paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
     return Written(analysis, tuple(paths))
