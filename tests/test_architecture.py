@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -181,10 +182,12 @@ def test_scaffold_never_imports_the_plugin(module: str) -> None:
     assert not any(m.startswith("pytest_comet") for m in EDGES[module])
 
 
-def test_validation_helper_uses_only_the_standard_library() -> None:
-    names = {n.split(".")[0] for n in external("scaffold.python.validation.core")} - {"__future__"}
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("scaffold.python.")))
+def test_validation_helpers_use_only_the_standard_library(module: str) -> None:
+    """They are copied into workspaces where comet-eval is not installed."""
+    names = {n.split(".")[0] for n in external(module)} - {"__future__"}
     assert names <= set(sys.stdlib_module_names)
-    assert EDGES["scaffold.python.validation.core"] <= {"scaffold", "scaffold.python", "scaffold.python.validation"}
+    assert all(dep == "scaffold" or dep.startswith("scaffold.python") for dep in EDGES[module])
 
 
 def test_engine_imports_nothing_of_ours() -> None:
@@ -391,4 +394,53 @@ def test_the_seam_check_sees_pytest_run_elsewhere_and_a_plugin_read_by_name() ->
     assert seam_problems(source, "scaffold.session") == [
         "scaffold.session:3: pytest.main(['x'])",
         "scaffold.session:4: config.pluginmanager.get_plugin('comet-reporter')",
+    ]
+
+
+PROCESS_HELPER = "scaffold.util.run_process"
+_STARTS = re.compile(r"^os\.(fork|forkpty|posix_spawnp?|spawn\w*|exec\w*|system|popen)$|^pty\.fork$")
+
+
+def starts_processes(source: str, module: str) -> list[str]:
+    """Where *source* starts a process itself: imports subprocess or multiprocessing, or calls one of
+    os's process starters. Only the run-process helper may (a session of its own, the tree killed at the
+    end and on timeout); the helpers that run inside a workspace (scaffold.python) bring their own."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        if any(n.split(".")[0] in ("subprocess", "multiprocessing") for n in names):
+            found.append(f"{module}:{node.lineno}: imports {', '.join(names)}")
+        if isinstance(node, ast.Call) and _STARTS.match(ast.unparse(node.func)):
+            found.append(f"{module}:{node.lineno}: {ast.unparse(node.func)}()")
+    return found
+
+
+def test_every_process_starts_through_the_one_helper() -> None:
+    found = []
+    for module, path in MODULES.items():
+        if module != PROCESS_HELPER and not module.startswith("scaffold.python"):
+            found += starts_processes(path.read_text(encoding="utf-8"), module)
+    assert found == []
+
+
+def test_the_process_check_sees_subprocess_and_os_starters() -> None:
+    source = (
+        "import os\n"
+        "import subprocess\n"
+        "from multiprocessing import Pool\n"
+        "def go():\n"
+        "    subprocess.run(['x'], timeout=5)\n"
+        "    os.posix_spawn('x', ['x'], {})\n"
+        "    os.fork()\n"
+        "    os.getpid()\n"
+    )
+    assert starts_processes(source, "m") == [
+        "m:2: imports subprocess",
+        "m:3: imports multiprocessing",
+        "m:6: os.posix_spawn()",
+        "m:7: os.fork()",
     ]

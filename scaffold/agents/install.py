@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +32,7 @@ from scaffold.agents.credentials import eval_home, load_environment
 from scaffold.agents.custom import load_adapters
 from scaffold.agents.locate import Lookup, default_prefix, installed_npm_version, locate, prefix_bin_dirs
 from scaffold.errors import AgentError, Problem, SelectionError
-from scaffold.util.run_process import run_process
+from scaffold.util.run_process import run_attached, run_process
 from scaffold.workspaces.base import InstallSpec
 
 __all__ = [
@@ -284,16 +283,16 @@ def _run(argv: list[str], log: Callable[[str], None]) -> bool:
 
     try:
         # npm trusts the host's CA bundle as pip does (scaffold.workspaces.docker.host_trust).
-        result = subprocess.run(argv, check=False, timeout=INSTALL_TIMEOUT_S, env=installer_environment())
-    except subprocess.TimeoutExpired:
-        log(f"timed out after {INSTALL_TIMEOUT_S:g} s")
-        return False
+        code = run_attached(argv, timeout=INSTALL_TIMEOUT_S, env=installer_environment())
     except OSError as exc:
         log(f"cannot start {argv[0]}: {exc.strerror}")
         return False
-    if result.returncode != 0:
-        log(f"{argv[0]} exited with status {result.returncode}")
-    return result.returncode == 0
+    if code is None:
+        log(f"timed out after {INSTALL_TIMEOUT_S:g} s")
+        return False
+    if code != 0:
+        log(f"{argv[0]} exited with status {code}")
+    return code == 0
 
 
 def _report(spec: CliAgentSpec, prefix: Path, log: Callable[[str], None]) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from scaffold.judge import JudgeAnswer, JudgeFailure, JudgeRequest, judge_trial
 from scaffold.judge.config import JudgeConfig, judge_environment, messages_url
 from scaffold.records import JudgeInfo
 from scaffold.rubrics import Dimension
+from scaffold.util.run_process import run_captured
 
 __all__ = ["JudgeRun", "ask", "declared_credentials"]
 
@@ -185,24 +185,15 @@ def _cli(config: JudgeConfig, prompt: str, environ: Mapping[str, str], subject_s
             base_url = base_url.rstrip("/") + "/v1"  # Codex's providers name the API root, /v1 included
         argv = spec.argv(Invocation(stdin_marker, config.model, None, str(home), str(cwd), base_url))
         try:
-            done = subprocess.run(
-                [str(program), *argv],
-                input=prompt,
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=cwd,
-                timeout=config.timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise JudgeFailure(f"timeout after {config.timeout_s:g} s") from None
+            done = run_captured([str(program), *argv], input=prompt, env=env, cwd=cwd, timeout=config.timeout_s)
         except OSError as exc:
             raise JudgeFailure(f"judge agent {config.agent} did not start: {exc.strerror}") from None
+        if done.timed_out:
+            raise JudgeFailure(f"timeout after {config.timeout_s:g} s")
     trajectory = spec.parse(done.stdout.splitlines())
     text = trajectory.final_text or _last_text(done.stdout)
-    if not text and done.returncode:
-        raise JudgeFailure(f"judge agent {config.agent} exited with {done.returncode}")
+    if not text and done.exit_code:
+        raise JudgeFailure(f"judge agent {config.agent} exited with {done.exit_code}")
     tokens = trajectory.tokens
     return JudgeAnswer(
         text,

@@ -42,91 +42,16 @@ _SCRIPT_MARGIN_SEC = 120
 
 _CHECK_SOURCE = '''"""Checks of an inline eval.yaml task (written by comet eval; see validation/expect.json)."""
 
-from __future__ import annotations
-
-import json
-import subprocess
 import sys
 from pathlib import Path
 
-try:
-    from scaffold.python.validation.core import json_path_lookup, run_checks
-except ImportError:  # the harness may copy core.py next to this script instead
-    from core import json_path_lookup, run_checks  # type: ignore[no-redef]
-
-EXPECT = json.loads((Path(__file__).parent / "expect.json").read_text(encoding="utf-8"))
-
-
-def _read(name):
-    path = Path(name)
-    assert path.is_file(), f"{name} was not found in the workspace"
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise AssertionError(f"{name} is not UTF-8 text: {exc}") from None
-
-
-def _file(name):
-    def check():
-        assert Path(name).is_file(), f"{name} was not found in the workspace"
-    return check
-
-
-def _contains(name, needle):
-    def check():
-        assert needle in _read(name), f"{name} does not contain {needle!r}"
-    return check
-
-
-def _json(name, path, expected):
-    def check():
-        try:
-            document = json.loads(_read(name))
-        except json.JSONDecodeError as exc:
-            raise AssertionError(f"{name} is not valid JSON: {exc}") from None
-        try:
-            actual = json_path_lookup(document, path)
-        except LookupError as exc:
-            raise AssertionError(f"{name}: {exc}") from None
-        # Compared as JSON values: 1 and 1.0 are equal, true and 1 are not.
-        same = actual == expected and isinstance(actual, bool) == isinstance(expected, bool)
-        assert same, f"{name} {path} is {json.dumps(actual)}, expected {json.dumps(expected)}"
-    return check
-
-
-def _command(run, timeout):
-    def check():
-        try:
-            done = subprocess.run(
-                ["sh", "-c", run], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                errors="replace", timeout=timeout,
-            )
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"timed out after {timeout}s") from None
-        tail = (done.stdout + done.stderr).strip()[-400:]
-        assert done.returncode == 0, f"exited {done.returncode}" + (f": {tail}" if tail else "")
-    return check
-
-
-def checks():
-    out = {}
-    for name in EXPECT.get("files", []):
-        out[f"file {name} exists"] = _file(name)
-    for name, needles in EXPECT.get("contains", {}).items():
-        for needle in needles:
-            out[f"{name} contains {needle!r}"] = _contains(name, needle)
-    for item in EXPECT.get("json", []):
-        out[f"{item['file']} {item['path']} equals {json.dumps(item['equals'])}"] = _json(
-            item["file"], item["path"], item["equals"]
-        )
-    for i, item in enumerate(EXPECT.get("commands", [])):
-        out[f"command {i + 1}: {item['run']}"] = _command(item["run"], item["timeout"])
-    return out
-
+from scaffold.python.validation.expect import run_expect
 
 if __name__ == "__main__":
-    sys.exit(run_checks(checks()))
+    sys.exit(run_expect(Path(__file__).parent / "expect.json"))
 '''
+"""The task's validation script: the checks themselves are scaffold.python.validation.expect, which the
+harness makes importable in the workspace with the other validation helpers."""
 
 _SOLVE = """#!/bin/sh
 # An inline eval.yaml task declares what to check, not how to do it: there is no reference solution.

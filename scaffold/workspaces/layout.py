@@ -26,7 +26,7 @@ SHIM_DIR: Final = f"{VALIDATION_DIR}/_lib"
 _SHIM_PACKAGES: Final = ("scaffold", "scaffold/python", "scaffold/python/validation")
 
 
-_HELPERS: Final = ("core.py", "comet_checks.py", "comet_workflow.py")
+_HELPERS: Final = ("core.py", "comet_checks.py", "comet_workflow.py", "expect.py")
 _TOP_LEVEL_COMET_CHECKS: Final = (
     '"""The comet-workflow checks under the top-level name the original Comet eval\'s validators import."""\n'
     "import sys\n\n"

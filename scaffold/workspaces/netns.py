@@ -23,12 +23,12 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Final
 
 from scaffold.errors import WorkspaceError
+from scaffold.util.run_process import run_captured
 
 __all__ = ["IsolatedNetwork", "IsolationWarning"]
 
@@ -146,10 +146,12 @@ def _unshare_command() -> tuple[tuple[str, ...], str]:
     for mapping in ("--map-current-user", "--map-root-user"):  # the first needs util-linux 2.38
         argv = (unshare, "--user", mapping, "--net", "--")
         try:
-            probe = subprocess.run([*argv, "true"], capture_output=True, text=True, timeout=10, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            probe = run_captured([*argv, "true"], timeout=10)
+        except OSError as exc:
             return (), str(exc)
-        if probe.returncode == 0:
+        if probe.timed_out:
+            return (), f"{unshare} did not answer within 10 s"
+        if probe.exit_code == 0:
             return argv, ""
-        problem = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit code {probe.returncode}"
+        problem = probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else f"exit code {probe.exit_code}"
     return (), problem

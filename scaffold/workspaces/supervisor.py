@@ -77,19 +77,11 @@ class Supervisor:
         }
         # -S: no site-packages (the supervisor needs the standard library and this package only).
         argv = [sys.executable, "-S", "-m", __name__, str(owner.pid), owner.started, owner.host, *self._roots]
+        from scaffold.util.run_process import spawn_session  # the harness's side only: the supervisor needs none
+
         read, write = os.pipe()  # both close on exec: only the dup2 below reaches the supervisor
         try:
-            pid = os.posix_spawn(
-                sys.executable,
-                argv,
-                env,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, read, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
-                ],
-                setsid=True,
-            )
+            pid = spawn_session(sys.executable, argv, env, stdin_fd=read)
         except BaseException:
             os.close(write)
             raise

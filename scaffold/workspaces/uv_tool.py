@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -21,6 +20,7 @@ from typing import Final
 
 from scaffold.errors import WorkspaceError
 from scaffold.util.atomic import locked
+from scaffold.util.run_process import run_captured
 
 __all__ = ["UV_VERSION", "uv_binaries"]
 
@@ -75,17 +75,14 @@ def _download(version: str, platform_tag: str, dest: Path) -> Path:
         "-d",
         str(dest),
     ]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_FETCH_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise WorkspaceError(
-            f"fetching uv {version} for the verifier's stand-in took over {_FETCH_TIMEOUT_S:g}s"
-        ) from None
+    done = run_captured(argv, timeout=_FETCH_TIMEOUT_S)
+    if done.timed_out:
+        raise WorkspaceError(f"fetching uv {version} for the verifier's stand-in took over {_FETCH_TIMEOUT_S:g}s")
     wheels = sorted(dest.glob("uv-*.whl"))
-    if done.returncode != 0 or not wheels:
+    if done.exit_code != 0 or not wheels:
         last = (done.stderr.strip().splitlines() or [""])[-1]
         raise WorkspaceError(
-            f"cannot fetch uv {version} for the verifier's stand-in (pip download exited {done.returncode}: {last}); "
+            f"cannot fetch uv {version} for the verifier's stand-in (pip download exited {done.exit_code}: {last}); "
             'set [comet] uv_shim = "never" in the task.toml to run the verifier as written'
         )
     return wheels[0]

@@ -71,6 +71,7 @@ IO_MODULES = (
     "comet_engine.skills.cli",
     "scaffold.skill_eval.generator",  # runs the generator agent in a workspace of a backend
     "scaffold.skill_eval.generated",  # generates on a cache miss
+    "scaffold.python.validation.expect",  # runs an inline task's commands, inside its workspace
 )
 
 Graph = Mapping[str, frozenset[str]]

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import IO, Any
 
 from scaffold.errors import WorkspaceError
 from scaffold.util.process_result import tail
+from scaffold.util.run_process import run_captured, run_process, streamed
 from scaffold.workspaces.docker.engine import connect, file_lock, image_id, safe_name, state_dir
 
 __all__ = [
@@ -84,6 +84,8 @@ BASE_ENV: Mapping[str, str] = {
 OWNER_LABEL = "comet-eval.owner"
 OWNER = "comet-eval"
 DEBOOTSTRAP_TIMEOUT_S = 1800.0
+IMPORT_TIMEOUT_S = 1800.0
+"""The longest the root file system's tar may take to stream into the engine's import."""
 # Plain Debian suites: a mirror serving one serves the others (the fallback of debian_mirror).
 _DEBIAN_SUITES = frozenset(
     ("buster", "bullseye", "bookworm", "trixie", "forky", "sid", "oldstable", "stable", "testing", "unstable")
@@ -277,9 +279,7 @@ def _recipe_of(client: Any, tag: str) -> dict[str, Any]:
 
 def _debootstrap_version() -> str:
     try:
-        out = subprocess.run(
-            ["dpkg-query", "-W", "-f=${Version}", "debootstrap"], capture_output=True, text=True, check=False
-        )
+        out = run_captured(["dpkg-query", "-W", "-f=${Version}", "debootstrap"], timeout=60)
     except OSError:
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -291,23 +291,14 @@ def _run_logged(argv: Sequence[str], log_path: Path, timeout: float, what: str, 
     env.update({k: v for k, v in os.environ.items() if k in ("LANG", "http_proxy", "https_proxy", "no_proxy")})
     with log_path.open("ab") as out:
         out.write(f"$ {' '.join(argv)}\n".encode())
-        out.flush()
-        try:
-            subprocess.run(
-                argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                timeout=timeout,
-                check=True,
-            )
-            return
-        except subprocess.TimeoutExpired:
-            problem = f"took longer than {timeout:g}s"
-        except subprocess.CalledProcessError as exc:
-            problem = f"failed with exit code {exc.returncode}"
-        if inner is not None and inner.is_file():
+    done = run_process(
+        argv, cwd=Path("/"), env=env, timeout=timeout, stdout_path=log_path, stderr_path=log_path, append=True
+    )
+    if done.exit_code == 0:
+        return
+    problem = f"took longer than {timeout:g}s" if done.timed_out else f"failed with exit code {done.exit_code}"
+    if inner is not None and inner.is_file():
+        with log_path.open("ab") as out:
             out.write(f"\n--- {inner.name} ---\n".encode() + inner.read_bytes())
     raise WorkspaceError(f"{what} {problem}; log {log_path}:\n{tail(log_path)}")
 
@@ -331,34 +322,18 @@ def _import_rootfs(client: Any, rootfs: Path, tag: str, recipe: Mapping[str, Any
         *(f"ENV {key}={value}" for key, value in BASE_ENV.items()),
         'CMD ["bash"]',
     ]
-    tar = subprocess.Popen(
-        [
-            "tar",
-            "--numeric-owner",
-            "--xattrs",
-            "-C",
-            str(rootfs),
-            "--exclude=./dev/*",
-            "--exclude=./proc/*",
-            "--exclude=./sys/*",
-            "-c",
-            ".",
-        ],
-        stdout=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-    )
-    assert tar.stdout is not None
-    try:
-        result = client.api.import_image(
-            src=_chunks(tar.stdout), repository=repository, tag=version, changes=changes, stream_src=True
-        )
-    except Exception as exc:
-        raise WorkspaceError(f"importing the root file system as {tag} failed: {exc}") from None
-    finally:
-        tar.stdout.close()
-        tar.wait()
-    if tar.returncode != 0:
-        raise WorkspaceError(f"tar of {rootfs} failed with exit code {tar.returncode}")
+    argv = ["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs)]
+    argv += ["--exclude=./dev/*", "--exclude=./proc/*", "--exclude=./sys/*", "-c", "."]
+    with streamed(argv, timeout=IMPORT_TIMEOUT_S) as tar:
+        try:
+            result = client.api.import_image(
+                src=_chunks(tar.stdout), repository=repository, tag=version, changes=changes, stream_src=True
+            )
+        except Exception as exc:
+            raise WorkspaceError(f"importing the root file system as {tag} failed: {exc}") from None
+    if tar.exit_code != 0:
+        ended = "took longer than" if tar.exit_code is None else f"failed with exit code {tar.exit_code} within"
+        raise WorkspaceError(f"tar of {rootfs} {ended} {IMPORT_TIMEOUT_S:g}s")
     for line in str(result).splitlines():
         with contextlib.suppress(json.JSONDecodeError):
             if "error" in json.loads(line):
