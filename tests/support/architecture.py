@@ -268,7 +268,7 @@ def jobs_in(text: str) -> dict[str, str]:
     for line in text.splitlines():
         match = _ROW.match(line)
         if match:
-            out[match["module"]] = match["job"].removeprefix("I/O. ")
+            out[match["module"]] = match["job"].removeprefix("I/O. ").replace("\\|", "|")
     return out
 
 

@@ -1,2 +1,2 @@
-"""``comet eval``: evaluate one skill in one command (scaffold.cli.main.eval.command), its pytest session
+"""``comet eval``: evaluate one skill in one command (scaffold.cli.eval.command), its pytest session
 run in-process."""

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from scaffold.cli.eval.outcome import EVAL_STATUSES
-from scaffold.cli.main import REPORT_STATUSES, main
+from scaffold.cli.main import main
+from scaffold.cli.report import REPORT_STATUSES
 from scaffold.errors import EXIT_MEANINGS, ExitStatus
 from tests.support.factories import REPO
 
