@@ -234,7 +234,7 @@ class HarnessSession:
         if self.options.manifest is None:
             return None
         if self._manifest is None:
-            from scaffold.skill_eval.manifest import load_manifest
+            from scaffold.skill_eval.manifest_check import load_manifest
 
             self._manifest = load_manifest(self.options.manifest, builtin_tasks=self._builtin_names())
         return self._manifest

@@ -42,7 +42,8 @@ from scaffold.agents.credentials import REDACTED, Redactor, load_environment
 from scaffold.errors import GenerationError, ManifestError
 from scaffold.skill_eval.answer import MAX_TASKS, MIN_TASKS
 from scaffold.skill_eval.generator import GENERATOR_VERSION, GeneratorResult, GeneratorSettings, run_generator
-from scaffold.skill_eval.manifest import API_VERSION, KIND, InlineTask, Manifest, load_manifest, parse_manifest
+from scaffold.skill_eval.manifest import API_VERSION, KIND, InlineTask, Manifest
+from scaffold.skill_eval.manifest_check import load_manifest, parse_manifest
 from scaffold.skill_eval.snapshot import SkillSnapshot, take_snapshot
 from scaffold.util.atomic import locked, write_json_atomic, write_text_atomic
 from scaffold.util.hashing import canonical_json

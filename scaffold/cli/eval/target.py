@@ -12,7 +12,8 @@ from collections.abc import Collection
 from pathlib import Path
 
 from scaffold.errors import SelectionError
-from scaffold.skill_eval.manifest import Manifest, find_manifest, load_manifest, synthesize_manifest
+from scaffold.skill_eval.manifest import Manifest, find_manifest, synthesize_manifest
+from scaffold.skill_eval.manifest_check import load_manifest
 
 __all__ = ["UsageError", "resolve_target"]
 

@@ -22,11 +22,9 @@ from scaffold.skill_eval.manifest import (
     JsonExpect,
     SourceTask,
     find_manifest,
-    load_manifest,
-    manifest_schema,
-    parse_manifest,
     synthesize_manifest,
 )
+from scaffold.skill_eval.manifest_check import load_manifest, manifest_schema, parse_manifest
 from tests.support.factories import REPO, TaskFactory
 
 BUILTIN = ("generic-skill-smoke", "fix-median")

@@ -16,7 +16,8 @@ from scaffold.catalog.treatments import load_treatments
 from scaffold.errors import SelectionError
 from scaffold.experiment import Experiment
 from scaffold.experiment.cases import Case
-from scaffold.skill_eval.manifest import API_VERSION, KIND, Manifest, load_manifest
+from scaffold.skill_eval.manifest import API_VERSION, KIND, Manifest
+from scaffold.skill_eval.manifest_check import load_manifest
 from scaffold.skill_eval.materialize import CHECK_SCRIPT, plan_tasks, write_tasks
 from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces.backends import create_backend
