@@ -105,7 +105,7 @@ def harness(tasks: Path, root: Path, backend: str, trials: int, tag: str) -> flo
     for trial in range(1, trials + 1):
         record = runner.run(Case("bench", "CONTROL", trial)).record
         assert record.verdict == "passed", record
-    runner.close()  # the transcripts still being written are these trials' cost
+    runner.backend.drain()  # the folders and containers still being removed are these trials' cost
     elapsed = time.perf_counter() - start
     runner.backend.close()
     return elapsed / trials
@@ -149,8 +149,7 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
     assert isinstance(runner.backend, LocalBackend)
     backend = runner.backend
 
-    def drain() -> None:  # the transcript written beside the next trial, the folder removed: all the trial's
-        runner.drain()
+    def drain() -> None:  # the folder removed in the background: the trial's cost
         backend.drain()
 
     env = bare_local_env(root)
@@ -166,7 +165,6 @@ def paired_local(tasks: Path, root: Path, trials: int) -> dict[str, list[float]]
                 bare_local_trial(tasks / "bench", root, env)
             out[which].append(time.perf_counter() - start)
             out[f"{which}_cpu"].append(_cpu() - cpu)
-    runner.close()
     runner.backend.close()
     return out
 

@@ -17,10 +17,7 @@ __all__ = ["Trial"]
 def __getattr__(name: str) -> Any:
     # Lazy: the entry point imports this package in every pytest session.
     if name == "Trial":
-        from pytest_comet.gcpolicy import paused
-
-        with paused():  # the harness's modules: nothing to collect among them (pytest_comet.gcpolicy)
-            from pytest_comet.trial import Trial
+        from pytest_comet.trial import Trial
 
         return Trial
     raise AttributeError(name)

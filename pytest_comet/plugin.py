@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from pytest_comet.gcpolicy import freeze, thaw
 from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
 from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
@@ -361,9 +360,7 @@ CLAIMED_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 # --- configure ---------------------------------------------------------------------------------------
 
 
-@pytest.hookimpl(tryfirst=True)  # first, so its cleanup runs after pytest's own (they run last in, first out)
 def pytest_configure(config: pytest.Config) -> None:
-    config.add_cleanup(thaw)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
@@ -533,9 +530,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # Also called after a usage error in pytest_collection_modifyitems: nothing is written then.
     if state is None or not state.accepted:
         return
-    # pytest_comet.gcpolicy: what the collection made lives as long as the process. Also for --collect-only,
-    # whose process ends with pytest's five full collector passes: over 10,000 items they took 0.24 s.
-    freeze()
     if config.option.collectonly or (workerinput is not None and workerinput.get("workerid") != "gw0"):
         return
     from datetime import UTC, datetime
@@ -625,10 +619,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
         try:
             state.ahead.stop(runner)  # a trial started ahead whose item never ran (Ctrl-C): no record
         finally:
-            try:
-                runner.close()  # the transcripts still being written, before the session's reports
-            finally:
-                runner.backend.close()
+            runner.backend.close()
 
 
 @pytest.fixture

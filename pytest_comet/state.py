@@ -63,18 +63,15 @@ class PluginState:
     def session(self) -> HarnessSession:
         """The harness session of this process (scaffold.session), from pytest's options."""
         if self._session is None:
-            from pytest_comet.gcpolicy import paused
+            from scaffold.agents.credentials import load_environment
+            from scaffold.session import HarnessSession
 
-            with paused():  # loading the harness makes little garbage (pytest_comet.gcpolicy)
-                from scaffold.agents.credentials import load_environment
-                from scaffold.session import HarnessSession
-
-                # Defaults the README says come from the environment come from the process environment,
-                # then ~/.comet/eval/.env: one merged mapping for the options and the session alike.
-                environment = load_environment()
-                self._session = HarnessSession(
-                    _options(self.config, environment), experiment_id=self.experiment_id(), environ=environment
-                )
+            # Defaults the README says come from the environment come from the process environment, then
+            # ~/.comet/eval/.env: one merged mapping for the options and the session alike.
+            environment = load_environment()
+            self._session = HarnessSession(
+                _options(self.config, environment), experiment_id=self.experiment_id(), environ=environment
+            )
         return self._session
 
     def experiment_id(self) -> str:

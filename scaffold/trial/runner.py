@@ -52,7 +52,6 @@ from scaffold.trajectory import Trajectory
 from scaffold.trial.changes import Changes, capture, diff_text, record_changes
 from scaffold.trial.start_gate import StartGate
 from scaffold.util.atomic import write_text_atomic
-from scaffold.util.background import Background
 from scaffold.util.hashing import hash_json, hash_tree
 from scaffold.validation.harbor import uv_shim_needed, verify
 from scaffold.validation.results import ValidationOutcome
@@ -135,19 +134,6 @@ class Runner:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     _live: dict[int, Workspace] = field(default_factory=dict)
     _stopped: threading.Event = field(default_factory=threading.Event)
-    # A passed trial's transcript.html is written here, while the next trial waits on its commands:
-    # rendering it is about a millisecond of the harness's own, then off the trials' path (see
-    # scaffold.util.background). Folders whose page is still to be written, so a rerun of one waits for it.
-    _transcripts: Background = field(default_factory=lambda: Background("comet-transcripts", when_waiting=True))
-    _transcribing: set[Path] = field(default_factory=set)
-
-    def drain(self) -> None:
-        """Return once every transcript handed to the background is written."""
-        self._transcripts.drain()
-
-    def close(self) -> None:
-        """Write the transcripts still pending and end their thread; the backend is its owner's to close."""
-        self._transcripts.close()
 
     def stop(self) -> None:
         """Stop every trial in flight: end what their agents started; each then raises TrialStopped,
@@ -236,36 +222,16 @@ class Runner:
             if not (existing.verdict == "error" and self.settings.rerun_errors):
                 return TrialResult(existing, record_path, resumed=True)
         trial_dir = self.experiment.trial_dir(case)
-        if trial_dir in self._transcribing:  # the same trial again (a rerun): its old page must be written first
-            self._transcripts.drain()
         if trial_dir.exists():
             shutil.rmtree(trial_dir)
         trial_dir.mkdir(parents=True)
         record = self._execute(case, config, config_hash, trial_dir)
-        if record.verdict == "passed":
-            # The page after the record, rendered while the next trial waits on its first command. Submitted
-            # before the record's flushes instead, it overlapped them but then held the interpreter's lock
-            # against the next trial's start (the flushes take less than the page takes to render).
-            write_record(record_path, record)
-            self._transcribe_later(trial_dir, record)
-        else:
-            # Now, after the record: a failed trial's test message names its transcript (pytest_comet.trial),
-            # which must then be there to open.
-            write_record(record_path, record)
-            _write_transcript(trial_dir, record)
+        write_record(record_path, record)
+        # After the record, which the page is made from: a failed trial's test message names its transcript
+        # (pytest_comet.trial), which must then be there to open.
+        _write_transcript(trial_dir, record)
         (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)  # the record says it all now
         return TrialResult(record, record_path)
-
-    def _transcribe_later(self, trial_dir: Path, record: TrialRecord) -> None:
-        self._transcribing.add(trial_dir)
-
-        def job() -> None:
-            try:
-                _write_transcript(trial_dir, record)
-            finally:
-                self._transcribing.discard(trial_dir)
-
-        self._transcripts.submit(job)
 
     def _validate(
         self, task: Task, workspace: Workspace, trial_dir: Path, context: dict[str, Any]

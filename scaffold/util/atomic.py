@@ -22,8 +22,6 @@ from typing import Any, Final
 
 import msgspec
 
-from scaffold.util.background import waiting_on_command
-
 __all__ = ["FILE_MODE", "json_bytes", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
 
 FILE_MODE: Final = 0o644
@@ -76,8 +74,7 @@ def write_bytes_atomic(
             with os.fdopen(os.dup(fd), "wb") as handle:  # buffered: pieces may be many and small
                 handle.writelines(chunks)
         if durable:
-            with waiting_on_command():  # a flush waits on the disk: work in the background may run meanwhile
-                os.fsync(fd)
+            os.fsync(fd)
         os.close(fd)
         fd = -1
         os.replace(tmp, path)
@@ -127,8 +124,7 @@ def _sync_folder(folder: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            with waiting_on_command():
-                os.fsync(fd)
+            os.fsync(fd)
         finally:
             os.close(fd)
 

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from scaffold.util.background import run_pending, waiting_on_command
 from scaffold.util.process_result import ProcessResult, tail
 
 __all__ = [
@@ -258,13 +257,7 @@ def _wait_for_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     if pidfd is None:
         return _wait_with_timer(proc, timeout)
     try:
-        # Work put aside (a transcript, a removal) is done here while the command runs on another core.
-        # The timeout counts from the command's start: a long job cannot stretch it.
-        started = time.monotonic()
-        run_pending(lambda: _readable(pidfd, 0))
-        with waiting_on_command():  # the interpreter's lock is free meanwhile: background jobs run now
-            exited = _readable(pidfd, max(0.0, timeout - (time.monotonic() - started)))
-        if exited:
+        if _readable(pidfd, timeout):
             proc.wait()
             return False
         _signal_group(proc.pid, signal.SIGTERM)
@@ -306,7 +299,6 @@ def _wait_with_timer(proc: subprocess.Popen[bytes], timeout: float) -> bool:
     timer.daemon = True
     timer.start()
     try:
-        run_pending(lambda: proc.poll() is not None)
         proc.wait()
     finally:
         exited.set()

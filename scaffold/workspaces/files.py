@@ -6,7 +6,6 @@ so copying in and out never needs the engine and behaves the same on both.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import os
@@ -31,7 +30,6 @@ __all__ = [
     "host_manifest",
     "node_script",
     "read_bytes",
-    "removal_steps",
     "remove_empty_parents",
 ]
 
@@ -449,60 +447,6 @@ def _move_bytes(src: int, out: int, size: int) -> None:
             view = memoryview(block)
             while view:
                 view = view[os.write(out, view) :]
-
-
-REMOVAL_STEP: Final = 256
-"""Entries a step of :func:`removal_steps` removes: about a millisecond of work."""
-
-_FOLDER_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def removal_steps(path: Path, step: int = REMOVAL_STEP) -> Iterator[None]:
-    """Remove the folder *path* and all in it, as a generator: each ``next`` removes up to *step* entries,
-    so whoever runs it can stop between two (scaffold.util.background). Every entry is removed through its open
-    folder, as ``shutil.rmtree``'s safe walk does: a link is removed, never followed, also one put where a
-    folder was. As ``rmtree(ignore_errors=True)``, what cannot be removed is left, silently; a *path* that
-    is a file or a link is removed."""
-    try:
-        top = os.open(path, _FOLDER_FLAGS)
-    except FileNotFoundError:
-        return
-    except OSError:  # not a folder (a link, a file)
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return
-    left = [step]
-    try:
-        yield from _empty(top, left, step)
-    finally:
-        os.close(top)
-    with contextlib.suppress(OSError):
-        os.rmdir(path)
-
-
-def _empty(folder: int, left: list[int], step: int) -> Iterator[None]:
-    with os.scandir(folder) as found:
-        entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
-    for name, is_folder in entries:
-        if is_folder:
-            try:
-                inner = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
-            except OSError:  # replaced by a link or gone since listed: unlinked below, or nothing to do
-                inner = None
-            if inner is not None:
-                try:
-                    yield from _empty(inner, left, step)
-                finally:
-                    os.close(inner)
-                with contextlib.suppress(OSError):
-                    os.rmdir(name, dir_fd=folder)
-                continue
-        with contextlib.suppress(OSError):
-            os.unlink(name, dir_fd=folder)
-        left[0] -= 1
-        if left[0] <= 0:
-            left[0] = step
-            yield
 
 
 def remove_empty_parents(path: Path, stop: Path) -> None:

@@ -31,7 +31,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from scaffold.catalog.tasks import Task
@@ -40,7 +40,7 @@ from scaffold.util.background import Background
 from scaffold.util.process_result import ProcessResult
 from scaffold.util.run_process import run_process
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
-from scaffold.workspaces.files import HostFiles, fresh_copy, removal_steps, remove_empty_parents
+from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 from scaffold.workspaces.fresh_copies import Copied
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
@@ -168,9 +168,10 @@ class LocalBackend:
         # not after every trial, where the next trial would only create the same folder again.
         self._parents: set[Path] = set()
         self._resolved: dict[Path, str] = {}  # a folder of workspaces, or a task's folder -> its real path
-        # Removing a finished trial's folder (~0.9 ms for a small workspace) goes on while the next trial
-        # runs. Folders still being removed are known, so a trial of the same key waits for its removal.
-        self._removals = Background("comet-local-removal", when_waiting=True)
+        # Removing a finished trial's folder goes on in a thread while the next trial runs: a workspace the
+        # agent filled (node_modules, a build) takes seconds to remove. Folders still being removed are
+        # known, so a trial of the same key waits for its removal.
+        self._removals = Background("comet-local-removal")
         self._removing: set[Path] = set()
 
     def start_slots(self) -> tuple[str, int]:
@@ -237,14 +238,14 @@ class LocalBackend:
         mark leaves it to the supervisor or the next session's sweep, as any folder of a dead process."""
         self._removing.add(path)
 
-        def steps() -> Iterator[None]:
+        def remove() -> None:
             try:
-                yield from removal_steps(path)
+                shutil.rmtree(path, ignore_errors=True)  # through open folders: a link is removed, not followed
                 self._owned.release(path)
             finally:
                 self._removing.discard(path)
 
-        self._removals.submit_steps(steps())
+        self._removals.submit(remove)
 
     def drain(self) -> None:
         """Wait until the folders handed to the background removal are gone."""

@@ -51,7 +51,6 @@ def trial_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             try:
                 result = runner.run(Case("generic-skill-smoke", "SKILL_MARKDOWN_REPORT", 1))
             finally:
-                runner.close()  # a passed trial's page is written in the background: closing writes it
                 runner.backend.close()
     record = result.record
     assert record.verdict == "passed", (record.checks, record.errors, record.trajectory and record.trajectory.errors)

@@ -236,7 +236,6 @@ def test_a_trial_writes_changes_json_and_counts_them_in_its_record(factory: Task
     judge = _RecordingJudge()
     runner.judge = judge
     result = runner.run(Case("edits", "CONTROL", 1))
-    runner.close()  # its transcript is written in the background: ended before the test's folders go
     record = result.record
     assert record.verdict == "passed", (record.errors, record.checks)
     data = json.loads((result.record_path.parent / CHANGES_FILE).read_text())

@@ -4,7 +4,6 @@ costs the trial its record or its result."""
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ def test_a_trial_leaves_its_instruction_and_its_transcript(factory: TaskFactory,
     factory.task("t", instruction="Write {task_name} <b>now</b>, trial {trial}.")
     runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
     result = runner.run(Case("t", "CONTROL", 1))
-    runner.close()  # a passed trial's page is written in the background
     folder = result.record_path.parent
     assert (folder / INSTRUCTION_FILE).read_text(encoding="utf-8") == "Write t <b>now</b>, trial 1."
     dom = parse_dom((folder / TRANSCRIPT_FILE).read_text(encoding="utf-8"))
@@ -41,7 +39,6 @@ def test_a_transcript_that_cannot_be_written_is_logged_and_the_trial_stands(
     with caplog.at_level(logging.WARNING):
         runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
         result = runner.run(Case("t", "CONTROL", 1))
-        runner.close()
     assert result.record.verdict == "passed" and read_record(result.record_path) == result.record
     assert not (result.record_path.parent / TRANSCRIPT_FILE).exists()
     assert "transcript.html: not written" in caplog.text and "No space left" in caplog.text
@@ -54,27 +51,17 @@ def test_a_failed_trials_page_is_there_when_its_run_returns(factory: TaskFactory
     result = runner.run(Case("t", "CONTROL", 1))
     assert result.record.verdict == "failed"
     assert (result.record_path.parent / TRANSCRIPT_FILE).is_file()
-    runner.close()
 
 
-def test_passed_trials_pages_are_all_written_by_close(
-    factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A page still being written when the trial returns: close() waits for it, and for those behind it.
-    slow = transcripts.write_transcript
-
-    def write_slowly(trial_dir: Path, record: object) -> Path:
-        time.sleep(0.2)
-        return slow(trial_dir, record)  # type: ignore[arg-type]
-
-    monkeypatch.setattr("scaffold.trial.runner.write_transcript", write_slowly)
+def test_every_trial_returns_with_its_record_and_its_page_written(factory: TaskFactory, tmp_path: Path) -> None:
     factory.task("t")
     runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
-    results = [runner.run(Case("t", "CONTROL", n)) for n in (1, 2)]
-    assert not (results[1].record_path.parent / TRANSCRIPT_FILE).exists()  # still behind the first
-    assert read_record(results[1].record_path) == results[1].record  # the record is never late
-    runner.close()
-    assert all((r.record_path.parent / TRANSCRIPT_FILE).is_file() for r in results)
+    for n in (1, 2):
+        result = runner.run(Case("t", "CONTROL", n))
+        assert result.record.verdict == "passed"
+        assert read_record(result.record_path) == result.record
+        assert (result.record_path.parent / TRANSCRIPT_FILE).is_file()
+    runner.backend.close()
 
 
 def test_a_page_that_cannot_be_built_says_why(

@@ -93,34 +93,3 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path: Path)
         write_text_atomic(target, pieces())
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["state.txt"]
-
-
-def test_a_durable_writes_flush_lets_work_waiting_for_a_wait_run(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    # A flush waits on the disk with the interpreter's lock free: a background job that runs only while some
-    # thread waits outside the interpreter (scaffold.util.background) runs then, as during a command.
-    import os
-    import threading
-    import time
-
-    from scaffold.util.atomic import write_text_atomic
-    from scaffold.util.background import Background
-
-    flushing = threading.Event()
-    real_fsync = os.fsync
-
-    def slow_fsync(fd: int) -> None:
-        flushing.set()
-        time.sleep(0.3)
-        real_fsync(fd)
-        flushing.clear()
-
-    monkeypatch.setattr("scaffold.util.atomic.os.fsync", slow_fsync)
-    monkeypatch.setattr("scaffold.util.background.WHEN_WAITING_S", 30.0)  # no start for want of a waiter
-    during: list[bool] = []
-    background = Background("test", when_waiting=True)
-    background.submit(lambda: during.append(flushing.is_set()))
-    write_text_atomic(tmp_path / "record.json", "{}\n")
-    assert during == [True]
-    background.close()

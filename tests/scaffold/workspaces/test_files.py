@@ -10,8 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scaffold.catalog.tasks import load_task
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.files import HostFiles, copy_tree, removal_steps
+from scaffold.workspaces.files import HostFiles, copy_tree
+from scaffold.workspaces.local import LocalBackend
+from tests.support.factories import TaskFactory
 
 COMPONENTS = ["a", "b", "..", ".", "", "in_link", "out_link", "missing"]
 
@@ -259,45 +262,20 @@ def _tree_with_links(root: Path, outside: Path) -> Path:
     return tree
 
 
-def test_removal_steps_remove_everything_and_follow_no_link(tmp_path: Path) -> None:
-    tree = _tree_with_links(tmp_path, tmp_path / "outside")
-    for _ in removal_steps(tree):
-        pass
-    assert not os.path.lexists(tree)
-    assert (tmp_path / "outside" / "keep" / "precious.txt").read_text() == "keep me"
-
-
-def test_removal_steps_remove_at_most_a_step_of_entries_at_a_time(tmp_path: Path) -> None:
-    tree = tmp_path / "ws"
-    tree.mkdir()
-    for i in range(10):
-        (tree / f"f{i}").write_text("x")
-    steps = removal_steps(tree, step=3)
-    next(steps)
-    assert len(list(tree.iterdir())) == 7  # three removed, then it paused
-    assert sum(1 for _ in steps) == 2  # three and three more, then the last one and the folder
-    assert not tree.exists()
-
-
-def test_removal_steps_of_a_link_remove_the_link_only(tmp_path: Path) -> None:
-    (tmp_path / "real").mkdir()
-    (tmp_path / "real" / "file").write_text("x")
-    (tmp_path / "link").symlink_to(tmp_path / "real")
-    assert list(removal_steps(tmp_path / "link")) == []
-    assert not os.path.lexists(tmp_path / "link") and (tmp_path / "real" / "file").exists()
-    assert list(removal_steps(tmp_path / "missing")) == []  # nothing there: nothing to do, no error
-
-
-def test_removal_steps_agree_with_shutil_rmtree_on_what_stays(tmp_path: Path) -> None:
-    """What cannot be removed is left without an error, as rmtree(ignore_errors=True) leaves it."""
-    ours, theirs = (
-        _tree_with_links(tmp_path / "a", tmp_path / "a-out"),
-        _tree_with_links(tmp_path / "b", tmp_path / "b-out"),
-    )
-    for tree in (ours, theirs):
-        (tree / "d2" / "inner" / "f0.txt").unlink()
-        os.mkfifo(tree / "d2" / "inner" / "fifo")  # a special file is removed like any entry
-    for _ in removal_steps(ours):
-        pass
-    shutil.rmtree(theirs, ignore_errors=True)
-    assert os.path.lexists(ours) == os.path.lexists(theirs) is False
+def test_the_local_backend_removes_a_workspace_and_follows_no_link_out_of_it(
+    tmp_path: Path, factory: TaskFactory
+) -> None:
+    """A finished trial's folder goes in the background; links the agent left are removed, never followed."""
+    backend = LocalBackend(tmp_path / "root")
+    try:
+        workspace = backend.create(load_task(factory.task("t")), "trial-1")
+        shutil.rmtree(workspace.host_path)
+        tree = _tree_with_links(tmp_path / "made", tmp_path / "outside")
+        tree.rename(workspace.host_path)
+        os.mkfifo(workspace.host_path / "d2" / "inner" / "fifo")  # a special file goes like any entry
+        backend.destroy(workspace, keep=False)
+        backend.drain()
+        assert not os.path.lexists(workspace.host_path)
+        assert (tmp_path / "outside" / "keep" / "precious.txt").read_text() == "keep me"
+    finally:
+        backend.close()

@@ -136,7 +136,6 @@ def _harbor_run(tmp_path: Path, name: str, dockerfile: str, solve: str) -> tuple
     try:
         result = runner.run(Case(name, CONTROL, 1))
     finally:
-        runner.close()  # its transcript is written in the background: ended before the backend closes
         backend.close()
     return result.record, json.loads((result.record_path.parent / CHANGES_FILE).read_text())
 
