@@ -9,6 +9,6 @@ results.py     results.jsonl rows;  gates.py: --gate expressions evaluated again
 config.py      which outputs: --html, --report-config, $COMET_EVAL_REPORT_CONFIG
 load.py        read and merge experiment directories;  write.py: write every report atomically
 markdown.py    the jinja2 environment of the Markdown reports
-transcript.py  one trial's transcript.html, every text bounded (+ transcript_page.py, its markup;
+transcript.py  one trial's transcript.html, every text bounded (its template: templates/transcript.html.j2;
                transcripts.py, reading trial folders and writing the pages)
 """

@@ -14,6 +14,9 @@ is in. The budgets add up to less than ``PAGE_LIMIT``, so a trial of any length 
 tool output) makes a page under 2 MB. Main elements carry stable ids and classes (``#turns``,
 ``.turn``, ``.tool-call``, ``#changes``, ``.diff``, ``#dimensions``, ...) for tests and for people.
 
+The markup is the jinja2 template ``templates/transcript.html.j2``, rendered with autoescape on: the
+texts arrive as Markup this module made, anything else is escaped by the template.
+
 Pure: the caller reads the folder (scaffold.reports.transcripts) and writes the text.
 """
 
@@ -23,13 +26,15 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import quote
 
+from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from scaffold.agents.streams.timeline import Event, Text, Timeline, TokenCounts
 from scaffold.records import TrialRecord
 from scaffold.reports.format import money, number
-from scaffold.reports.transcript_page import Clip, href, page
+from scaffold.reports.jinja import bytecode_cache
 
 __all__ = ["BUDGETS", "PAGE_LIMIT", "FileText", "TrialFolder", "TurnStream", "render_transcript"]
 
@@ -162,6 +167,40 @@ class Budget:
         return shown
 
 
+@dataclass(slots=True)
+class Clip:
+    """A text as the page shows it: ``head`` at once, ``full`` (when longer) one click away, ``missing``
+    characters not on the page at all (in ``file``)."""
+
+    head: Markup
+    full: Markup | None = None
+    missing: int = 0
+    file: str = ""
+    size: int = 0
+
+
+def href(name: str) -> str:
+    """A relative link to a file of the trial folder: percent-quoted, so no name can become a scheme
+    (``a:b``), a network path or a query."""
+    return "./" + quote(name.lstrip("/"), safe="/")
+
+
+def clip_html(c: Clip, cls: str = "") -> Markup:
+    """A clip as the page shows it: its head, the full text behind a click, the count of what is left out
+    (and where it is): the template's ``clip(c, cls)``."""
+    css = escape(cls)
+    out = f'<pre class="text {css}">{c.head}</pre>\n'
+    if c.full is not None:
+        out += (
+            f'<details class="more"><summary>full text ({c.size:,} characters)</summary>'
+            f'<pre class="text {css}">{c.full}</pre></details>\n'
+        )
+    if c.missing:
+        where = f' in <a href="{escape(href(c.file))}">{escape(c.file)}</a>' if c.file else ""
+        out += f'<p class="cut">… {c.missing:,} more characters{where}</p>\n'
+    return Markup(out)  # every part above is escaped, or a Markup that Budget made
+
+
 def _utf8_len(text: str) -> int:
     """The bytes of *text* as UTF-8; an ASCII text (most of a page) is not encoded to count them."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
@@ -192,7 +231,7 @@ def render_transcript(folder: TrialFolder) -> str:
 
 def _render(folder: TrialFolder, budgets: _Budgets) -> str:
     record = folder.record
-    return page(
+    return _ENV.get_template("transcript.html.j2").render(
         title=budgets["header"].short(f"{record.task} · {record.treatment} · trial {record.trial}"),
         header=_header(record, budgets["header"]),
         instruction=None
@@ -578,3 +617,16 @@ def _scores(record: TrialRecord, budget: Budget) -> dict[str, Any]:
 def _links(record: TrialRecord, folder: TrialFolder, budget: Budget) -> list[tuple[str, Markup]]:
     names = ["record.json", *record.streams, *folder.files]
     return [(href(name), budget.short(name)) for name in dict.fromkeys(names) if budget.room(120 + 4 * len(name))]
+
+
+_ENV: Final = Environment(
+    loader=PackageLoader("scaffold.reports", "templates"),
+    bytecode_cache=bytecode_cache("transcript"),
+    undefined=StrictUndefined,
+    autoescape=True,  # every text comes from the agent, the task or the workspace: never trusted
+    trim_blocks=True,
+    lstrip_blocks=True,
+    auto_reload=False,  # the package's template does not change while it runs: no look at its file per page
+)
+_ENV.filters["href"] = href
+_ENV.globals["clip"] = clip_html

@@ -16,8 +16,7 @@ from scaffold.cli.main import main
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
 from scaffold.records import TrialRecord
 from scaffold.records.files import read_record, write_record
-from scaffold.reports.transcript import BUDGETS, PAGE_LIMIT, render_transcript
-from scaffold.reports.transcript_page import Clip, clip_html, href
+from scaffold.reports.transcript import BUDGETS, PAGE_LIMIT, Clip, clip_html, href, render_transcript
 from scaffold.reports.transcripts import read_folder, write_transcript, write_transcripts
 from tests.support.dom import Element, parse_dom
 from tests.support.records import rec

@@ -33,7 +33,7 @@ from tests.support.png import read_png
 __all__ = ["chromium"]  # the fixture, shared with the report's browser test
 
 WINDOW = (1280, 2400)
-PASSED_GREEN = "#1a7f37"  # the "passed" badge of the page's style sheet (scaffold.reports.transcript_page)
+PASSED_GREEN = "#1a7f37"  # the "passed" badge of the page's style sheet (scaffold/reports/templates/transcript.html.j2)
 
 
 @pytest.fixture(scope="module")
