@@ -20,8 +20,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
-
 __all__ = ["FILE_MODE", "json_bytes", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
 
 FILE_MODE: Final = 0o644
@@ -29,9 +27,8 @@ FILE_MODE: Final = 0o644
 
 def write_text_atomic(path: Path, text: str | Iterable[str], *, mode: int = FILE_MODE, durable: bool = True) -> Path:
     """Write *text* (a string, or its pieces in order) as UTF-8 to *path* atomically; returns *path*."""
-    if isinstance(text, str):  # one write of its bytes: no buffered file object (five system calls fewer)
-        return write_bytes_atomic(path, text.encode("utf-8"), mode=mode, durable=durable)
-    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in text), mode=mode, durable=durable)
+    pieces = [text] if isinstance(text, str) else text
+    return write_bytes_atomic(path, (piece.encode("utf-8") for piece in pieces), mode=mode, durable=durable)
 
 
 def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE, durable: bool = True) -> Path:
@@ -40,20 +37,9 @@ def write_json_atomic(path: Path, data: Any, *, mode: int = FILE_MODE, durable: 
 
 
 def json_bytes(data: Any) -> bytes:
-    """The UTF-8 of ``json.dumps(data, indent=2, ensure_ascii=False) + "\\n"``, byte for byte, made faster.
-
-    json indents with its pure-Python encoder (the C one writes compact JSON only): about 80 µs for a
-    trial record, and a trial writes several such files. Here the C encoder writes compact JSON and
-    msgspec indents it, copying every number and string as written, so the bytes are json's own
-    (tests/scaffold/util/test_atomic.py checks this over generated data). What is not JSON (NaN and
-    Infinity, which json writes) takes json's own indenting, as do values json cannot encode, so
-    their errors are json's.
-    """
-    try:
-        compact = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        return msgspec.json.format(compact, indent=2) + b"\n"
-    except (ValueError, TypeError, RecursionError):  # NaN/Infinity (msgspec refuses), or json's own error
-        return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    """*data* as the files of state hold it: indented JSON, UTF-8 kept as is, keys in their order, a final
+    newline."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def write_bytes_atomic(
@@ -68,10 +54,10 @@ def write_bytes_atomic(
     fd, tmp = _temporary(path)
     try:
         os.fchmod(fd, mode)
-        if isinstance(chunks, bytes):
-            _write_all(fd, chunks)
-        else:
-            with os.fdopen(os.dup(fd), "wb") as handle:  # buffered: pieces may be many and small
+        with os.fdopen(os.dup(fd), "wb") as handle:
+            if isinstance(chunks, bytes):
+                handle.write(chunks)
+            else:
                 handle.writelines(chunks)
         if durable:
             os.fsync(fd)
@@ -111,12 +97,6 @@ def _temporary(path: Path) -> tuple[int, str]:
             path.parent.mkdir(parents=True, exist_ok=True)
             made = True
     raise FileExistsError(f"{path}: no free temporary name beside it")
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _sync_folder(folder: Path) -> None:

@@ -29,24 +29,11 @@ class ProcessResult:
 
 
 def tail(path: Path, limit: int = 4000) -> str:
-    """The last *limit* bytes of a file as text (empty when it does not exist)."""
-    try:  # through a descriptor: a buffered file object adds seven system calls, and this runs per command
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return ""
+    """The last *limit* bytes of a file as text (empty when it does not exist or cannot be read)."""
     try:
-        size = os.fstat(fd).st_size
-        offset = max(0, size - limit)
-        chunks = []
-        while offset < size:  # to the size fstat gave: the command that wrote the file has ended
-            chunk = os.pread(fd, size - offset, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        data = b"".join(chunks)
+        with path.open("rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - limit))
+            data = handle.read(limit)
     except OSError:
         return ""
-    finally:
-        os.close(fd)
     return data.decode("utf-8", errors="replace")
