@@ -19,7 +19,7 @@ Printed, per effect x tasks x trials, with Monte Carlo standard errors (sqrt(p(1
 * effects: power (share "improvement") and the wrong-direction rate (share "regression");
 * the coverage of the 95% interval of the mean per-task difference (the share of intervals containing
   the true effect); goal **95% +- 2 at >= 10 tasks**; beside it the coverage the plain t interval would
-  have had without the binomial floor (item 11 of issue 11), computed from the same comparisons;
+  have had without the binomial floor, computed from the same comparisons;
 * the power at the recommended number of tasks: for each trial count, the true sd of per-task
   differences under the model goes into ``tasks_needed``, and experiments of that many tasks with a
   +10-point effect are simulated; goal **>= 0.80**. The old normal-approximation size is shown too;
@@ -67,7 +67,7 @@ from scaffold.stats.rates import t_quantile  # noqa: E402
 BASELINE, TREATMENT = "CONTROL", "SKILL"
 ALPHA = 0.05
 EFFECTS = (0.0, 0.10, 0.20)
-TASKS = (5, 10, 20, 50)  # 5 only to show the 5 x 1 case of item 11; the coverage goal is for >= 10
+TASKS = (5, 10, 20, 50)  # 5 only to show the 5 tasks x 1 trial case; the coverage goal is for >= 10
 TRIALS = (1, 3, 5, 10)
 BIAS_TASKS = (10, 20, 50)
 BIAS_TRIALS = 5

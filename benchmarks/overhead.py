@@ -2,13 +2,12 @@
 
 local:  the Runner (fresh workspace, oracle solve.sh, validation script, rubric, atomic record) against
         the same commands run by bare subprocess in fresh directories, one trial of each back to back
-        (trials x rounds pairs), each harness trial waiting for the work it left in the background
-        (transcript.html, the folder's removal): everything a trial costs, in series. Target: at most 3 ms
-        added per trial (median of the pair differences), stricter than issue 17's goal (the marginal
-        trial, below: the issue's own figures, 6.7 against 3.6 ms bare, were of a marginal trial): here
-        nothing a trial leaves for later overlaps anything.
+        (trials x rounds pairs), each harness trial waiting for the work it left in the background (the
+        folder's removal): everything a trial costs, in series. Goal: at most 10 ms added per trial (median
+        of the pair differences): the trial that matters waits seconds on a model, so the harness stays
+        plain rather than tuned (it was tuned to about 3 ms; STYLE.md 19).
 docker: the Runner on the docker backend against a bare ``docker run`` of the same commands on the same
-        image (through the SDK). Goal: ratio at most 1.3. Skipped when no engine is reachable.
+        image (through the SDK). Goal: ratio at most 1.1. Skipped when no engine is reachable.
 start-up: a whole 1-trial run, ``pytest <suite> --task bench --count 1`` with the oracle in a fresh
         process, against a fresh ``bash`` running the same commands (the fixed cost a user waits for), and
         with ``--inspect-python`` against Inspect AI's ``inspect eval`` of the same task on its local
@@ -18,8 +17,8 @@ marginal: whole runs of 1 and ``--marginal-trials`` trials of each of the three,
         ``--max-samples 1``; one ``bash`` running the commands N times): (wall of N - wall of 1) / (N - 1),
         the cost of one more trial in a run, which is what a user waits for (the background work of one
         trial overlaps the next one's commands); the added cost is the median of the rounds' differences.
-        Goal: at most 3 ms over bare (issue 17's "marginal trial"). Whole runs seconds apart swing by a few
-        ms, so take several rounds (``--rounds``).
+        Goal: at most 10 ms over bare, as for the pairs. Whole runs seconds apart swing by a few ms, so take
+        several rounds (``--rounds``).
 
     .venv/bin/python benchmarks/overhead.py [--trials 40] [--rounds 5] [--backend local|docker|both|startup]
                                             [--inspect-python /opt/inspect/bin/python] [--marginal-trials 101]
@@ -199,9 +198,11 @@ def bare_docker(tasks: Path, root: Path, trials: int, image: str) -> float:
 
 
 STARTUP_GOAL = 1.0
-ADDED_GOAL_MS = 3.0
-"""Wall milliseconds a local trial may add over the same commands run bare: issue 17's goal for the
-marginal trial, and the stricter pairs' target."""
+DOCKER_GOAL = 1.1
+"""The most a docker trial may take against a bare ``docker run`` of the same commands."""
+ADDED_GOAL_MS = 10.0
+"""Wall milliseconds a local trial may add over the same commands run bare, in pairs and as the marginal
+trial of a run."""
 
 
 def installed_optional_plugins() -> tuple[str, ...]:
@@ -372,7 +373,7 @@ def marginal(tasks: Path, root: Path, count: int, rounds: int, inspect: Inspect 
         f"marginal trial, whole runs of 1 and {count} trials (medians): "
         + ", ".join(f"{label} {value:.1f} ms" for label, value in med.items())
         + f"; comet adds {added:.1f} ms over bare, median of the rounds' differences"
-        + f" (issue 17's goal <= {ADDED_GOAL_MS:g} ms: {'PASS' if added <= ADDED_GOAL_MS else 'MISS'})"
+        + f" (goal <= {ADDED_GOAL_MS:g} ms: {'PASS' if added <= ADDED_GOAL_MS else 'MISS'})"
     )
     print(
         "  its CPU (the process tree's, which load moves far less than wall time): "
@@ -458,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"local: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
                 f" trial (medians); added {added:.1f} ms per trial, median of pair differences"
-                f" (the stricter target, all of a trial in series, <= {ADDED_GOAL_MS:g} ms: {verdict});"
+                f" (goal, all of a trial in series, <= {ADDED_GOAL_MS:g} ms: {verdict});"
                 f" ratio {statistics.median(h) / statistics.median(b):.2f}"
             )
             print(
@@ -490,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
             ratio = statistics.median(h) / statistics.median(b)
             print(
                 f"docker: harness {statistics.median(h) * 1000:.1f} ms, bare {statistics.median(b) * 1000:.1f} ms per"
-                f" trial; ratio {ratio:.2f} (goal <= 1.3: {'PASS' if ratio <= 1.3 else 'MISS'})"
+                f" trial; ratio {ratio:.2f} (goal <= {DOCKER_GOAL:g}: {'PASS' if ratio <= DOCKER_GOAL else 'MISS'})"
             )
     return 0
 

@@ -23,7 +23,7 @@ def digest(value: Any) -> str:
 
 
 def short_id(*parts: object) -> str:
-    """The first 16 hex characters of ``sha256("p1:p2:...")`` (the seed's action-id scheme)."""
+    """The first 16 hex characters of ``sha256("p1:p2:...")`` (the original Comet engine's action-id scheme)."""
     return hashlib.sha256(":".join(str(p) for p in parts).encode("utf-8")).hexdigest()[:16]
 
 

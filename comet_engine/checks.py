@@ -1,6 +1,6 @@
 """Runtime checks: conditions the engine verifies against a run's state, each PASS or FAIL with evidence.
 
-Two types (as in the seed): ``artifact_exists`` (the artifact is in the run's artifacts) and
+Two types (as in the original Comet engine): ``artifact_exists`` (the artifact is in the run's artifacts) and
 ``state_equals`` (a field of the run state, dotted for nested objects, equals a value). Three scopes:
 ``step`` (after each recorded outcome; a check may name the ``step`` it belongs to), ``completion`` (when
 the run completes) and ``progress`` (on demand). Evaluation is pure: it reads the state and writes nothing.

@@ -1,7 +1,7 @@
 """Guardrails: what a run may do, fixed by the workflow (or skill package) and never relaxed at run time.
 
-``check_action`` applies the seed's four checks in the seed's order, and the first that fails blocks the
-action with the seed's message (details follow after the message, so callers can match the prefix):
+``check_action`` applies the original Comet engine's four checks in its order, and the first that fails
+blocks the action with its message (details follow after the message, so callers can match the prefix):
 
 1. ``iteration >= maxIterations``                -> ``Blocked: iteration budget exhausted``
 2. the ref is not in the allow list             -> ``Blocked: skill/tool/agent not declared`` (with the kind)
@@ -51,7 +51,7 @@ class Guardrails:
 
 @dataclass(frozen=True, slots=True)
 class Block:
-    """Why a guardrail refused an action: a stable ``code`` and the seed's message."""
+    """Why a guardrail refused an action: a stable ``code`` and the original Comet engine's message."""
 
     code: str
     message: str

@@ -4,7 +4,7 @@ Nothing here reads a clock, a store or an executor: the runtime passes ``now`` a
 commits what comes out. Every function leaves its input state untouched, and every refusal is a
 ``RejectedError`` raised before anything is computed, so a refused command writes nothing.
 
-Rules (issue 5): an outcome must match the action, its attempt and its claim token; the identical outcome
+Rules: an outcome must match the action, its attempt and its claim token; the identical outcome
 resubmitted returns the same receipt with no new event; a different one is ``outcome-conflict``. A claimed
 action whose result is lost becomes ``unknown``; retrying it needs a ``not-executed`` reconciliation unless
 the step is idempotent. Approvals are bound to the wait id and the proposal digest. Guardrails are applied
@@ -376,7 +376,7 @@ def cancel(wf: Workflow, state: Mapping[str, Any], reason: str) -> Result:
 
 
 def upgrade(old: Workflow, new: Workflow, state: Mapping[str, Any]) -> Result:
-    """Move a run to definition *new*, with the seed's guards; recorded as ``state_migrated``."""
+    """Move a run to definition *new*, with the original Comet engine's guards; recorded as ``state_migrated``."""
     _live(state)
     run = state["runId"]
     open_actions = [i for i in state["open"] if i in state["actions"]]

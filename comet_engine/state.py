@@ -1,6 +1,6 @@
 """The run state: one JSON object, exactly what a store commits (run-state.json in the file store).
 
-The top level carries the seed's run-state.json fields (``runId``, ``skill``, ``skillVersion``,
+The top level carries the original Comet engine's run-state.json fields (``runId``, ``skill``, ``skillVersion``,
 ``skillHash``, ``orchestration``, ``currentStep``, ``iteration``, ``pending``, ``status``, ``retries``)
 and what the core needs besides::
 
@@ -23,7 +23,7 @@ and what the core needs besides::
 ``iteration`` counts step activations; an action's id is the first 16 hex characters of
 ``sha256(runId:iteration:stepId)`` for the iteration it was proposed in, so a retry keeps its id (and
 its ``retries`` count) while a loop's next visit gets a new one. ``pending`` is the id of the first open
-action ("" when none), as in the seed. ``retries`` counts the retries of each open action.
+action ("" when none), as in the original Comet engine. ``retries`` counts the retries of each open action.
 
 Actions that end leave the state, so a state stays the size of its open work however long the run:
 their ``action_completed`` events (attempt, outcome digest, digest of the claim token) are enough to
@@ -64,7 +64,7 @@ ACTION_STATUSES = ("pending", "claimed", "succeeded", "failed", "unknown", "canc
 
 
 def action_id(run_id: str, iteration: int, step_id: str) -> str:
-    """The seed's deterministic id: first 16 hex characters of ``sha256(runId:iteration:stepId)``."""
+    """The original Comet engine's deterministic id: first 16 hex characters of ``sha256(runId:iteration:stepId)``."""
     return short_id(run_id, iteration, step_id)
 
 

@@ -291,7 +291,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
 
 
 class _OptionAdder:
-    """Registers each option as ``--comet-NAME``, which always works, and under the seed's ``--NAME`` too
+    """Registers each option as ``--comet-NAME``, which always works, and under the original Comet eval's ``--NAME`` too
     unless another plugin claims that name.
 
     The plugin loads in every pytest session of an environment, so its option names share one namespace
@@ -346,7 +346,7 @@ OPTION_NAMES: Final[set[str]] = set()
 """The option strings this plugin registered (``--comet-task``, ``--task`` unless another plugin owns it)."""
 SHORT_OPTIONS_ENV: Final = "COMET_EVAL_SHORT_OPTIONS"
 """``0``: register only the ``--comet-`` forms, for a plugin not listed in CLAIMED_OPTIONS that takes one of
-the seed's names after this plugin registered it. Read from the process environment alone: reading
+the original Comet eval's names after this plugin registered it. Read from the process environment alone: reading
 ``~/.comet/eval/.env`` here would cost every pytest session of the environment an import of python-dotenv."""
 CLAIMED_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
     "--html": ("html",),  # pytest-html

@@ -2,7 +2,7 @@
 
 A package is loaded and validated at the file boundary (:mod:`.package`), found by name or path
 (:mod:`.resolve`), frozen into an immutable, hash-verified snapshot at run start (:mod:`.snapshot`),
-and run in the seed's on-disk layouts (:mod:`.layout`).
+and run in the original Comet engine's on-disk layouts (:mod:`.layout`).
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@
     ask_user     -> approval step  checkpoint -> checkpoint step
     next: B      -> transition (A -> B) on ``succeeded``; for ask_user, on its first option
 
-Decisions (the seed is silent on them):
+Decisions (the original Comet engine's documentation is silent on them):
 
 - Action steps use the core's ``reconcile`` retry policy: a reported failure is retried automatically
-  on the same step (the seed: "on failure it increments the retry count and stays on the current
-  step") until ``maxRetriesPerAction`` is spent, while a lost result still needs a reconciliation.
+  on the same step (the original Comet engine's documentation: "on failure it increments the retry count
+  and stays on the current step") until ``maxRetriesPerAction`` is spent, while a lost result still needs a
+  reconciliation.
 - ``ask_user`` offers ``options`` (default ``approved``/``rejected``); the first option follows ``next``.
   Any other choice ends that path, so the run completes without the later steps and its completion
   checks say whether the goal was met. Its proposal is the latest output of the step whose ``next`` it
@@ -38,7 +39,7 @@ from comet_engine.skills.package import RuntimeCheck, SkillPackage
 __all__ = ["APPROVAL_CHOICES", "KINDS", "compile_package"]
 
 APPROVAL_CHOICES = ("approved", "rejected")
-#: The seed's action types and the core's step kinds, both ways.
+#: The original Comet engine's action types and the core's step kinds, both ways.
 KINDS = {
     "invoke_skill": "skill",
     "call_tool": "tool",

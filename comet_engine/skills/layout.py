@@ -1,4 +1,4 @@
-"""Where a skill run lives on disk: the seed's two layouts.
+"""Where a skill run lives on disk: the original Comet engine's two layouts.
 
     change      <change-dir>/.comet/                 one run per change directory (FileStore.single)
     standalone  <project>/.comet/runs/<runId>/       any number of runs (FileStore(<project>/.comet/runs))

@@ -1,4 +1,4 @@
-"""The shapes of the package files, as the seed names their fields (camelCase on disk).
+"""The shapes of the package files, as the original Comet engine names their fields (camelCase on disk).
 
 Shape only: types, required keys, unknown keys rejected (a typo never falls back to a default).
 Cross-references (entry, next, refs, allow lists, check ids) are checked in :mod:`.package`,
@@ -35,7 +35,7 @@ class _Model(BaseModel):
 
 class MetadataModel(_Model):
     name: Annotated[str, Field(strict=True, pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
-    # Strict: `version: 1` is an int in YAML; the seed's versions are strings ("1"), so say "quote it".
+    # Strict: `version: 1` is an int in YAML; the original Comet engine's versions are strings ("1"), so say "quote it".
     version: Str
     description: Annotated[str, Field(strict=True)] = ""
 

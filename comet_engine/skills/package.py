@@ -63,7 +63,8 @@ interface (``load_package_texts``)."""
 
 @dataclass(frozen=True, slots=True)
 class PackageGuardrails:
-    """The effective guardrails: ``guardrails.yaml`` over the seed's defaults. Nothing relaxes them later."""
+    """The effective guardrails: ``guardrails.yaml`` over the original Comet engine's defaults. Nothing
+    relaxes them later."""
 
     allowed_skills: tuple[str, ...]
     allowed_agents: tuple[str, ...]
@@ -305,7 +306,7 @@ def _pydantic_problems(exc: ValidationError, path: Path, data: Any) -> list[str]
         key = _dotted(loc, data)
         kind = err["type"]
         if kind == "extra_forbidden":
-            message = "unknown field; check its spelling against the seed's field names"
+            message = "unknown field; check its spelling against the skill package's documented field names"
         elif kind == "missing":
             message = "required field is missing"
         else:

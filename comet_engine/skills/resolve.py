@@ -1,6 +1,6 @@
 """Find a skill package by path or name, failing closed.
 
-Order (the seed's): an explicit path; else the project's ``.comet/skills/<name>``; else a built-in
+Order (the original Comet engine's): an explicit path; else the project's ``.comet/skills/<name>``; else a built-in
 package; else ``SkillNotFoundError``. A project package that exists but is invalid raises its own
 ``SkillPackageError`` and never falls back to the built-in of the same name: silently running the
 built-in while the user believes their override is in use is the failure this rule prevents.

@@ -45,7 +45,7 @@ __all__ = [
     "upgrade_run",
 ]
 
-#: ``--propose KIND:REF`` accepts the seed's action types and the core's kinds.
+#: ``--propose KIND:REF`` accepts the original Comet engine's action types and the core's kinds.
 ADAPTIVE_KINDS = {
     "invoke_skill": "skill",
     "skill": "skill",
@@ -161,7 +161,7 @@ def start_run(
 
 
 def show_run(layout: RunLayout) -> Report:
-    """The run as stored (the seed's continue without an outcome); companions are rewritten."""
+    """The run as stored (the original Comet engine's continue without an outcome); companions are rewritten."""
     with _store(layout) as store:
         opened = _open(layout, store)
         return _report(layout, opened, _idle_message(opened.stored.state))
@@ -263,7 +263,8 @@ def complete_run(layout: RunLayout) -> Report:
 
 
 def upgrade_run(layout: RunLayout, ref: str, *, builtin_root: Path = BUILTIN_ROOT) -> Report:
-    """Move the run to another version of its skill, with the seed's guards; one commit, ``state_migrated``.
+    """Move the run to another version of its skill, with the original Comet engine's guards; one commit,
+    ``state_migrated``.
 
     The core's upgrade guards (no pending action, same skill, same orchestration, the current step
     exists) decide; the skill hash is re-pinned to the new snapshot in the same commit.

@@ -1,6 +1,6 @@
 """Immutable skill snapshots: ``<project>/.comet/skill-snapshots/<skillHash>/``.
 
-The skill hash is the seed's: SHA-256 over the stable JSON (keys sorted, no spaces) of
+The skill hash is the original Comet engine's: SHA-256 over the stable JSON (keys sorted, no spaces) of
 ``{"definition", "guardrails", "evals"}`` -- the parsed YAML documents as written, ``null`` when a file
 is absent -- then ``SKILL.md``, then the stable JSON of the ``[{path, sha256}]`` of every script tool
 source (sorted by path), each part followed by a newline. Hashing the documents as written rather than

@@ -57,7 +57,7 @@ _reached: dict[str, int] = {}
 def encode_state(run_id: str, revision: int, state: Mapping[str, Any], **store_keys: int) -> str:
     """The stored document: *state* with ``runId`` and ``revision`` stamped at the top level.
 
-    ``runId`` is the seed's field: a state may carry it, but only with this run's id. ``revision`` is
+    ``runId`` is the original Comet engine's field: a state may carry it, but only with this run's id. ``revision`` is
     always the store's, so a caller may hand back a loaded state unchanged. *store_keys* are a backend's
     own bookkeeping (the file store's ``trajectoryBytes``), which a state may not use.
     """

@@ -1,6 +1,6 @@
 """The built-in agent CLIs: how each is installed, invoked, credentialed and parsed.
 
-Invocation shapes follow the seed (``-p <prompt> --output-format stream-json``, resume by session id,
+Invocation shapes follow the original Comet eval (``-p <prompt> --output-format stream-json``, resume by session id,
 ``--model``) with each CLI's non-interactive permission flag: the workspace is the sandbox, so the
 agent may act without asking. Claude Code refuses ``--dangerously-skip-permissions`` as root unless
 ``IS_SANDBOX=1``, which is therefore set.

@@ -73,7 +73,7 @@ def decision_point(text: str, patterns: Sequence[str]) -> str | None:
 
 
 class _Replies:
-    """Where answers to decision points come from, in the seed's order."""
+    """Where answers to decision points come from, in the original Comet eval's order."""
 
     def __init__(self, interaction: Interaction, simulator_prompt: str | None) -> None:
         self.queue = deque(interaction.decision_replies)

@@ -1,5 +1,5 @@
 """Noise classification: is a trial experimental signal (``included``), suspect (``flagged``) or
-environment noise (``excluded``)? The seed's "去噪口径": excluded trials leave the headline statistics.
+environment noise (``excluded``)? The original Comet eval's "去噪口径": excluded trials leave the headline statistics.
 
 Structured signals decide first, in this order, and text is only a fallback:
 

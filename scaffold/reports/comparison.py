@@ -1,4 +1,5 @@
-"""``comparison_report.md``: every section of the seed's comparison report, rendered from an ``Analysis``."""
+"""``comparison_report.md``: every section of the original Comet eval's comparison report, rendered from an
+``Analysis``."""
 
 from __future__ import annotations
 

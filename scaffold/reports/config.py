@@ -1,6 +1,6 @@
 """Which report files to write: ``--html``, ``--report-config FILE`` and ``COMET_EVAL_REPORT_CONFIG``.
 
-The configuration is the seed's JSON, ``{"report_outputs": {"markdown": true, "html": true}}``. The
+The configuration is the original Comet eval's JSON, ``{"report_outputs": {"markdown": true, "html": true}}``. The
 variable holds either that JSON itself or the path of a file with it. Precedence: ``--report-config``
 over the variable; ``--html`` turns HTML on whatever the configuration says. Defaults: Markdown on,
 HTML off. ``results.jsonl`` is always written: it is the machine-readable record of the run.

@@ -1,7 +1,7 @@
 """The model every report renders: one frozen value of every figure, built by scaffold.reports.analysis.
 
 The Markdown and HTML renderers read only this model, never the trial records, so every figure is
-computed once and all reports agree. Sets of trials (the seed's "去噪口径"):
+computed once and all reports agree. Sets of trials (the original Comet eval's "去噪口径"):
 
     raw set       every trial given.
     analysis set  raw minus the trials whose noise verdict is ``excluded`` (environment or runner
@@ -258,7 +258,7 @@ class PassK(msgspec.Struct, frozen=True):
     pass_hat_k: Estimate
     """All k trials pass, unbiased C(c,k)/C(n,k) per task (tau-bench)."""
     pass_hat_k_observed: Estimate
-    """The seed's observed pass^k per task: 1 when every scored trial passed, else 0."""
+    """The original Comet eval's observed pass^k per task: 1 when every scored trial passed, else 0."""
 
 
 class Spend(msgspec.Struct, frozen=True):

@@ -1,7 +1,7 @@
 """Write the report files of a set of trial records into one folder, each atomically.
 
 summary.md              verdicts, pass@k, per-treatment and task x treatment tables   (markdown)
-comparison_report.md    every section of the seed's comparison report                 (markdown)
+comparison_report.md    every section of the original Comet eval's comparison report                 (markdown)
 report.html             one self-contained page                                        (html)
 results.jsonl           one line per trial (docs/results-schema.md)                    (always)
 """

@@ -1,6 +1,6 @@
 """The comet-workflow rubric: nine rule-based dimensions for runs of the Comet workflow skills.
 
-Each dimension is the share of its binary checks that pass (weights and display order as the seed's
+Each dimension is the share of its binary checks that pass (weights and display order as the original Comet eval's
 table, sum 11.0). The evidence is the run's trajectory (skills, commands, tool calls), the validation
 checks and the workspace after the agent, read through :class:`scaffold.rubrics.WorkspaceFiles` (every
 listing sorted, so a score never depends on the order a file system lists entries in). The workflow's

@@ -1,4 +1,4 @@
-"""The generic rubric: seven rule-based dimensions for any skill (weights as in the seed)."""
+"""The generic rubric: seven rule-based dimensions for any skill (weights as the original Comet eval gives them)."""
 
 from __future__ import annotations
 

@@ -272,7 +272,7 @@ def select_tasks(
     if explicit.quick:
         return Selection("quick", (QUICK_TASK,), ((QUICK_TASK, "built-in"),))
     if manifest.tasks or manifest.recommended_tasks:
-        # The manifest's own tasks run together with its recommended built-in ones (the seed merges them;
+        # The manifest's own tasks run together with its recommended built-in ones (the original Comet eval merges them;
         # names may not collide): both are what the author declared. Only a manifest declaring neither has
         # its tasks generated.
         label = "authored" if manifest.tasks else "recommended"

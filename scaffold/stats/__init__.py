@@ -16,8 +16,8 @@ pass@k (one task)
     2021): 1 - C(n-c, k) / C(n, k), computed as 1 - prod_{i=n-c+1}^{n} (1 - k/i), and 1.0 when n - c < k.
 pass^k (one task), two forms
     ``pass_hat_k``: chance that all of k trials pass, unbiased, C(c, k) / C(n, k) (tau-bench, Yao et al.,
-    2024), computed as prod_{i<k} (c-i)/(n-i). ``pass_hat_k_observed``: the seed's observed form, 1.0 when
-    every scored trial passed, else 0.0 (a lower bound that ignores k); the two agree at k = n.
+    2024), computed as prod_{i<k} (c-i)/(n-i). ``pass_hat_k_observed``: the original Comet eval's observed
+    form, 1.0 when every scored trial passed, else 0.0 (a lower bound that ignores k); the two agree at k = n.
     All three are NaN when n < k. At k = 1 pass@1 = pass^1 = c/n.
 k plan
     ``plan_ks`` takes k from the ladder 1, 2, 5, 10, 20, 50, ... up to ``max_k`` (10) but never above the

@@ -47,7 +47,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
 
 
 def pass_hat_k_observed(n: int, c: int, k: int) -> float:
-    """The seed's observed pass^k: 1.0 when every scored trial passed, else 0.0; NaN when n < k."""
+    """The original Comet eval's observed pass^k: 1.0 when every scored trial passed, else 0.0; NaN when n < k."""
     _check(n, c, k)
     if n < k:
         return math.nan

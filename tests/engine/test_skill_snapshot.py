@@ -1,4 +1,5 @@
-"""Immutable snapshots: the seed's skill hash, written once, verified on every reload, tamper is typed."""
+"""Immutable snapshots: the original Comet engine's skill hash, written once, verified on every reload,
+tamper is typed."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Real trials on the local backend: six tasks the oracle solves and nop does not. CONTROL run by ``nop`` and
 SKILL run by ``oracle`` differ by more than the treatment, so no report may credit SKILL with the
-difference (issue 11, item 3); a damaged record of an experiment is listed, never a crash (item 9).
+difference; a damaged record of an experiment is listed, never a crash.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_a_bad_record_reached_at_session_end_gives_totals_and_the_listing(
 ) -> None:
     run(pytester, "e", "--agent=oracle", "--task=t0,t1,t2,t3").assert_outcomes(passed=8)
     trials = experiment_dir(pytester, "e") / "trials"
-    # A record of a trial this session does not run (t3), damaged the ways issue 11 found: a string where a
+    # A record of a trial this session does not run (t3), damaged the ways found in the field: a string where a
     # number belongs, and a verdict that is no verdict.
     for case, change in (("t3-SKILL-r1", {"weighted_score": "high"}), ("t3-CONTROL-r1", {"verdict": 42})):
         path = trials / case / "record.json"

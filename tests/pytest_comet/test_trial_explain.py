@@ -1,4 +1,4 @@
-"""The failure message of a trial's test names its transcript (issue 16), when the trial folder has one."""
+"""The failure message of a trial's test names its transcript, when the trial folder has one."""
 
 from __future__ import annotations
 

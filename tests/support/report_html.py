@@ -63,7 +63,7 @@ def analysis_of(
 
 
 def first_look(tasks: int = 3) -> list[TrialRecord]:
-    """A first small run as a new user makes one (issue 16): CONTROL and SKILL, 3 trials per task, an agent
+    """A first small run as a new user makes one: CONTROL and SKILL, 3 trials per task, an agent
     that reports no cost, no task requiring a skill (skill_invocation N/A everywhere), failures by a
     failed check and one errored trial (a timeout)."""
     records = []

@@ -204,7 +204,7 @@ class _State:
 
 def parse_claude_stream(lines: Iterable[str], *, agent: str = "claude-code", custom: bool = False) -> Trajectory:
     """Normalize a stream-json transcript. With *custom*, ``{"type": "skill_invocation"}`` events are
-    the only skill evidence (the seed's contract for custom adapters)."""
+    the only skill evidence (the original Comet eval's contract for custom adapters)."""
     state = _State(agent, custom)
     for event in json_events(lines):
         if event is None:

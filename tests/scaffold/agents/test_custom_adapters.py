@@ -24,7 +24,7 @@ from scaffold.workspaces.testing import Command, Reply, ScriptedWorkspace
 
 BUILTIN = ("nop", "oracle", "claude-code", "codebuddy", "codex", "qoder")
 
-# The example of the seed's custom-agent section, verbatim.
+# The example of the original Comet eval's documentation of custom agents, verbatim.
 SEED_ADAPTER = """\
 apiVersion: comet.eval.agent/v1alpha1
 kind: EvalAgentAdapter
@@ -53,7 +53,7 @@ class Registry:
         self.env = {"COMET_EVAL_ADAPTERS_DIR": str(root), "COMET_EVAL_HOME": str(home)}
 
     def add(self, folder: str, data: Mapping[str, Any] | str | None = None, /, **changes: Any) -> Path:
-        """Write ``<folder>/adapter.yaml``: the seed's adapter with id *folder*, *changes* merged in."""
+        """Write ``<folder>/adapter.yaml``: the original's example adapter with id *folder*, *changes* merged in."""
         if data is None:
             merged = copy.deepcopy(VALID)
             merged["metadata"]["id"] = folder

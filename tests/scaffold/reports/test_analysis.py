@@ -31,7 +31,7 @@ def test_an_improvement_on_every_one_of_six_tasks_is_significant() -> None:
     # Exact sign flip: only the all-plus and all-minus patterns reach |sum| = 6 of 2^6.
     assert v.pass_rate.p_value == pytest.approx(2 / 64)
     # No spread (every difference +1) is not certainty: the binomial floor of 0/2 and 2/2 per task,
-    # sqrt(12 * 0.168^2) / 6 = 0.097, times t_5 = 2.571 (issue 11, item 11).
+    # sqrt(12 * 0.168^2) / 6 = 0.097, times t_5 = 2.571.
     assert v.pass_rate.mean_difference == v.pass_rate.high == 1.0
     assert v.pass_rate.low == pytest.approx(0.751, abs=1e-3)
     assert v.pass_rate.improved == 6

@@ -169,7 +169,7 @@ def test_markdown_off_by_configuration_and_the_real_command(tmp_path: Path) -> N
 def test_html_by_flag_with_links_that_resolve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     one, two = shards(tmp_path)
     out = tmp_path / "out"
-    # --transcripts: these shards were written without transcripts (as before issue 16); the page links them.
+    # --transcripts: these shards were written without transcripts (as before transcripts existed); the page links them.
     assert main(["report", str(one), str(two), "--out", str(out), "--html", "--transcripts"]) == 0
     assert f"wrote {out / 'report.html'}" in capsys.readouterr().out
     page = (out / "report.html").read_text()

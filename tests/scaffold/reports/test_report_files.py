@@ -1,5 +1,5 @@
 """The report files: results.jsonl (schema and its documentation), the report configuration,
-comparison_report.md (the seed's sections) and the extended summary.md."""
+comparison_report.md (the original Comet eval's sections) and the extended summary.md."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_summary_starts_with_the_verdicts_and_pass_at_k() -> None:
     assert "> **Note:** baseline 'CONTROL' has no trials" in missing
 
 
-# --- statistics at the edges (issue 11, items 11 to 13) -------------------------------------------------------
+# --- statistics at the edges ------------------------------------------------------------------------------------
 
 
 def _tied_exclusions() -> list[TrialRecord]:

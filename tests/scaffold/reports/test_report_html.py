@@ -280,7 +280,7 @@ def test_judge_scores_are_shown_beside_the_rubric_not_in_it() -> None:
 
 
 def test_the_verdict_shows_tasks_and_trials_needed_and_the_exclusion_bounds() -> None:
-    # Issue 11, items 12 and 13: both sample sizes and what the excluded trials could do, in the verdict.
+    # Both sample sizes and what the excluded trials could do, in the verdict.
     excluded = {"category": "excluded", "reason": "api_timeout", "source": "structured", "evidence": {}}
     records = suite({"CONTROL": tasks(8, "PPFF"), "SKILL": tasks(8, "PPPF")})
     records += [rec(f"t{i}", "SKILL", 4 + k, "error", noise=excluded) for i in range(8) for k in (1, 2)]

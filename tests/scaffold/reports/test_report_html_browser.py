@@ -189,7 +189,7 @@ def test_rendered_dom_has_the_judge_section(chromium: Path, tmp_path: Path) -> N
     assert '<a href="#judge">LLM judge</a>' in dom
 
 
-# --- report.html as a new user first saw it (issue 16) ---------------------------------------------------
+# --- report.html as a new user first saw it ----------------------------------------------------------
 
 WIDE = (1900, 2400)
 AXIS = "#666666"  # svg.AXIS: every chart's axis line

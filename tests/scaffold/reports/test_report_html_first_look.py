@@ -1,4 +1,4 @@
-"""report.html as a new user first saw it (issue 16): what the page says when there is nothing to draw,
+"""report.html as a new user first saw it: what the page says when there is nothing to draw,
 footnotes only when they apply, trial links named by what they open, transcripts linked from report.html
 and summary.md (no browser needed; test_report_html_browser.py renders the same pages)."""
 

@@ -390,7 +390,7 @@ def test_comparison_edge_cases_do_not_raise() -> None:
     same = compare_treatments(flat, "B", "T")
     assert isinstance(same, PairedComparison)
     assert (same.p_value, same.mean_difference, same.sd) == (1.0, 0.0, 0.0)
-    # No spread observed is not certainty: the binomial floor gives the interval a width (issue 11, item 11).
+    # No spread observed is not certainty: the binomial floor gives the interval a width.
     assert same.low < 0.0 < same.high and same.floored
     assert same.unchanged == 3
     with pytest.raises(ValueError, match="metric"):
@@ -529,7 +529,7 @@ def test_any_trial_set_summarizes_without_raising(rows: list[tuple[str, str, str
     assert isinstance(comparison, (Insufficient, PairedComparison))
 
 
-# --- item 11 of issue 11: intervals that stay honest without spread ------------------------------------------
+# --- intervals that stay honest without spread ---------------------------------------------------------
 
 side_counts = st.integers(min_value=1, max_value=12).flatmap(
     lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(0, n))

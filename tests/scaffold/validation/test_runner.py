@@ -16,7 +16,7 @@ from scaffold.workspaces.layout import VALIDATION_DIR
 from scaffold.workspaces.local import LocalBackend
 from tests.support.factories import TaskFactory, make_runner
 
-# The example validation script of the seed document, verbatim.
+# The example validation script of the original Comet eval's documentation, verbatim.
 SEED_SCRIPT = """from pathlib import Path
 from scaffold.python.validation.core import write_test_results
 
