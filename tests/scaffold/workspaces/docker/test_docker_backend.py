@@ -97,7 +97,7 @@ def test_agent_key_is_part_of_the_image_tag(backend: DockerBackend, factory: Tas
 def test_concurrent_sessions_build_an_image_once(
     docker_base_image: str, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scaffold.workspaces.docker.backend as module
+    import scaffold.workspaces.docker.task_images as module
 
     builds: list[str] = []
     real = module.build_image

@@ -147,7 +147,7 @@ def test_standby_is_off_with_the_environment_variable(
 def test_a_trial_that_comes_before_its_standby_begins_gets_its_own_container(
     backend: DockerBackend, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import scaffold.workspaces.docker.backend as module
+    import scaffold.workspaces.docker.standby as module
 
     monkeypatch.setattr(module, "STANDBY_DELAY_S", 60.0)  # however slow this machine, the trial comes first
     task = a_task(factory, "quick")
