@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from scaffold.errors import WorkspaceError
-from scaffold.workspaces.fresh_copies import Copied, Identity, cached, identity, remember
 
 if TYPE_CHECKING:
     # Not at run time: the local backend's supervisor imports this module (through owners) with the
@@ -44,11 +43,6 @@ def node_script(path: Path) -> bool:
     return first.startswith(b"#!") and b"node" in first
 
 
-KEEP_LIMIT: Final = 256 * 1024
-"""Files up to this size keep the bytes read to hash them for the next :meth:`HostFiles.read_files`."""
-KEEP_TOTAL: Final = 16 * 1024 * 1024
-"""At most this many bytes are kept per manifest (the changes' snapshot reads no more: scaffold.trial.changes)."""
-
 _READ_FLAGS: Final = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 _WRITE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 
@@ -61,12 +55,6 @@ class HostFiles:
         self._resolved = resolved
         """The folder's real path: given by a backend that knows it (it made the folder below a root it
         resolved once), else worked out on first use."""
-        # The bytes the last manifest read to hash small files, for the read_files that follows it (the
-        # changes read every file it lists as text right after listing it: one read instead of two).
-        self._kept: dict[str, tuple[Identity, bytes]] = {}
-        self.copied: Copied | None = None
-        """What the copy that made the folder noted (set by the backend that made it); dropped where the
-        harness writes, and wholly by the workspace's first command (scaffold.workspaces.fresh_copies)."""
 
     @property
     def host_path(self) -> Path:
@@ -108,7 +96,6 @@ class HostFiles:
 
     def put(self, source: Path, dest: str) -> None:
         target = self._inside(dest)
-        self._written(dest)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
             copy_tree(source, target)
@@ -125,7 +112,6 @@ class HostFiles:
 
     def write_text(self, dest: str, text: str) -> None:
         target = self._inside(dest)
-        self._written(dest)
         data = text.encode("utf-8")
         try:
             _write(target, data)
@@ -156,32 +142,18 @@ class HostFiles:
 
     def remove(self, rel: str) -> None:
         target = self._inside(rel)
-        self._written(rel)
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target, ignore_errors=True)
         else:
             target.unlink(missing_ok=True)
 
-    def _written(self, rel: str) -> None:
-        if self.copied is not None:
-            self.copied.forget(rel)
-
     def manifest(self, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
-        self._kept = {}
-        return host_manifest(self._path, exclude, limit, keep=self._kept, copied=self.copied)
+        return host_manifest(self._path, exclude, limit)
 
     def read_files(self, paths: Sequence[str], limit: int) -> dict[str, bytes]:
-        kept, self._kept = self._kept, {}
-        top = str(self._path)
         found: dict[str, bytes] = {}
         for rel in paths:
-            entry = kept.get(rel)
             try:
-                # Kept bytes are the bytes of the very file the manifest listed while its identity holds
-                # (the same inode, unchanged since): no need to confine the path again to use them.
-                if entry is not None and len(entry[1]) <= limit and identity(os.lstat(f"{top}/{rel}")) == entry[0]:
-                    found[rel] = entry[1]
-                    continue
                 target = str(self._inside(rel))
                 info = os.lstat(target)
                 if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
@@ -194,25 +166,14 @@ class HostFiles:
         return found
 
 
-def host_manifest(
-    root: Path,
-    exclude: Sequence[str],
-    limit: int,
-    *,
-    keep: dict[str, tuple[Identity, bytes]] | None = None,
-    copied: Copied | None = None,
-) -> WorkspaceManifest:
+def host_manifest(root: Path, exclude: Sequence[str], limit: int) -> WorkspaceManifest:
     """:meth:`Workspace.manifest` of a host folder: names first (one ``lstat`` each), then the content
-    hashes (SHA-256) of the first *limit* in sorted order only, so a huge tree costs a listing, not a read.
-    *keep*, when given, receives the bytes of the files of at most KEEP_LIMIT bytes (KEEP_TOTAL in all).
-    *copied*: what the copy that made the folder noted (scaffold.workspaces.fresh_copies); a file still
-    as copied takes its digest from the cache when there, and leaves it there when not."""
+    hashes (SHA-256) of the first *limit* in sorted order only, so a huge tree costs a listing, not a read."""
     from scaffold.workspaces.base import FileState, WorkspaceManifest
 
     top = str(root)
     found = _listing(root, set(exclude))
     files: dict[str, FileState] = {}
-    room = KEEP_TOTAL
     for path, info in found[:limit]:
         full = os.path.join(top, path)
         if stat.S_ISLNK(info.st_mode):
@@ -222,28 +183,7 @@ def host_manifest(
                 continue
             files[path] = FileState(len(os.fsencode(target)), 0o777, None, link=target)
             continue
-        listed = identity(info)
-        source = copied.source(path, listed) if copied is not None else None
-        known = cached(source) if source is not None else None
-        if known is not None:  # the same bytes as a copy of the same source already hashed
-            if keep is not None and known[1] is not None and len(known[1]) <= min(KEEP_LIMIT, room):
-                keep[path] = (listed, known[1])
-                room -= len(known[1])
-            files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), known[0])
-            continue
-        small = info.st_size <= KEEP_LIMIT
-        kept = keep is not None and info.st_size <= min(KEEP_LIMIT, room)
-        digest, data, read = _sha256(full, keep=kept or (source is not None and small), check=source is not None)
-        # Kept only when the file read is the file listed, as it was listed, also after the read: another
-        # file put in its place, or a write meanwhile, changes its identity, and then read_files reads again.
-        same = read == listed and (data is None or listed[0] == len(data))
-        if kept and data is not None and same:
-            assert keep is not None
-            keep[path] = (listed, data)
-            room -= len(data)
-        if source is not None and digest is not None and same:
-            remember(source, digest, data if small else None)
-        files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), digest)
+        files[path] = FileState(info.st_size, stat.S_IMODE(info.st_mode), _sha256(full))
     return WorkspaceManifest(files, truncated=len(found) > limit)
 
 
@@ -276,27 +216,22 @@ def _listing(root: Path, skip: set[str]) -> list[tuple[str, os.stat_result]]:
     return found
 
 
-def _sha256(path: str, *, keep: bool = False, check: bool = False) -> tuple[str | None, bytes | None, Identity | None]:
-    """The file's SHA-256, when *keep* its bytes, and when *keep* or *check* its identity once read (from
-    the open file); Nones when it cannot be read. Links are not followed (the listing saw a regular file;
-    one put in its place meanwhile is not read through)."""
+def _sha256(path: str) -> str | None:
+    """The file's SHA-256; None when it cannot be read. A link is not followed (the listing saw a regular
+    file; one put in its place meanwhile is not read through)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except OSError:
-        return None, None, None
+        return None
     try:
         digest = hashlib.sha256()
-        chunks: list[bytes] = []
         for block in _blocks(fd):
             digest.update(block)
-            if keep:
-                chunks.append(block)
-        read = identity(os.fstat(fd)) if keep or check else None
     except OSError:
-        return None, None, None
+        return None
     finally:
         os.close(fd)
-    return digest.hexdigest(), (b"".join(chunks) if keep else None), read
+    return digest.hexdigest()
 
 
 def read_bytes(path: str) -> bytes | None:
@@ -329,35 +264,30 @@ def _write(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def fresh_copy(source: Path, path: Path, *, copied: Copied | None = None) -> None:
-    """Make *path* a new folder holding a copy of *source* (replacing whatever was there); *copied*
-    receives what the copy made (see :func:`copy_tree`)."""
+def fresh_copy(source: Path, path: Path) -> None:
+    """Make *path* a new folder holding a copy of *source* (replacing whatever was there)."""
     try:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
-        copy_tree(source, path, copied=copied)
+        copy_tree(source, path)
     except OSError as exc:
         raise WorkspaceError(f"cannot create the workspace {path}: {exc}") from exc
 
 
-def copy_tree(source: Path, dest: Path, *, copied: Copied | None = None) -> None:
+def copy_tree(source: Path, dest: Path) -> None:
     """Copy the folder *source* into *dest*, made when missing and merged into when not: every file's bytes,
     mode and times, links as links, each folder's mode and times once its content is in.
 
-    What ``shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)`` does, at about a third of
-    its cost (one ``scandir`` walk on str paths, the bytes moved by ``sendfile``; 69 against 230 µs for a
-    six-file task here), which every trial pays for its workspace and its validation scripts. Two
-    differences, both on purpose: extended attributes are not copied (a task's files carry none that a
-    trial needs, and reading them is two system calls a file), and a link already in *dest* where a file
-    or folder is to go is replaced, never written through (an agent's link cannot send the harness's
-    files out of its workspace). Raises OSError at the first file that cannot be copied; a special file
-    (a FIFO, a socket) is one. *copied*, when given, notes each file copied and its source (two ``fstat``
-    a file: scaffold.workspaces.fresh_copies).
+    What ``shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)`` does, but for the reason this
+    exists: a link already in *dest* where a file or folder is to go is replaced, never written through
+    (copytree writes through it), so an agent's link cannot send the harness's files (validation scripts
+    copied in after the agent) out of its workspace. Extended attributes are not copied (a task's files
+    carry none a trial needs). Raises OSError at the first file that cannot be copied; a special file (a
+    FIFO, a socket) is one.
     """
     folders: list[tuple[str, os.stat_result]] = []
     pending = [(os.path.abspath(source), str(dest), os.stat(source))]
-    cut = len(str(dest)) + 1
     while pending:
         src, dst, info = pending.pop()
         _make_folder(dst)
@@ -372,7 +302,7 @@ def copy_tree(source: Path, dest: Path, *, copied: Copied | None = None) -> None
                     _replace_with_link(os.readlink(entry.path), to)
                     os.utime(to, ns=(found.st_atime_ns, found.st_mtime_ns), follow_symlinks=False)
                 elif stat.S_ISREG(found.st_mode):
-                    _copy_file(entry.path, to, found, copied, to[cut:])
+                    _copy_file(entry.path, to, found)
                 else:
                     raise OSError(f"{entry.path} is not a regular file, folder or link: not copied")
     # Deepest first (the reverse of the order made): a folder's times are set after its content is in, and
@@ -407,7 +337,7 @@ def _remove_entry(path: str) -> None:
         os.unlink(path)
 
 
-def _copy_file(source: str, dest: str, info: os.stat_result, copied: Copied | None = None, rel: str = "") -> None:
+def _copy_file(source: str, dest: str, info: os.stat_result) -> None:
     src = os.open(source, _READ_FLAGS)
     try:
         try:
@@ -421,8 +351,6 @@ def _copy_file(source: str, dest: str, info: os.stat_result, copied: Copied | No
             _move_bytes(src, out, info.st_size)
             os.chmod(out, stat.S_IMODE(info.st_mode))
             os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
-            if copied is not None:
-                copied.note(rel, os.fstat(out), source, info, os.fstat(src))
         finally:
             os.close(out)
     finally:

@@ -41,7 +41,6 @@ from scaffold.util.process_result import ProcessResult
 from scaffold.util.run_process import run_process
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
 from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
-from scaffold.workspaces.fresh_copies import Copied
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
 from scaffold.workspaces.node_launch import local_command
@@ -141,7 +140,6 @@ class LocalWorkspace(HostFiles):
         stdout_path: Path,
         stderr_path: Path,
     ) -> ProcessResult:
-        self.copied = None  # from here on, what is in the folder is the commands' (fresh_copies)
         (self._path / TMP_DIR).mkdir(exist_ok=True)
         if self.policy is None and argv and argv[0].startswith("/"):  # the agent's phase: its CLI, by path
             argv = [*local_command(argv[0]), *argv[1:]]
@@ -191,18 +189,15 @@ class LocalBackend:
         self._parents.add(path.parent)
         self._supervisor.start()  # before any command of the workspace runs
         self._owned.claim(path)
-        copied = Copied()  # the first manifest (what the agent starts from) need not hash these again
-        fresh_copy(task.environment_dir, path, copied=copied)
+        fresh_copy(task.environment_dir, path)
         # The folder itself was just made (no link); its parent is resolved once per experiment.
         parent = self._resolved.get(path.parent)
         if parent is None:
             parent = self._resolved[path.parent] = os.path.realpath(path.parent)
         shim, network = str(self._validation_shim()), self._isolated_network()
-        workspace = LocalWorkspace(
+        return LocalWorkspace(
             path, shim=shim, network=network, resolved=f"{parent}/{path.name}", real_paths=self._resolved
         )
-        workspace.copied = copied
-        return workspace
 
     def _validation_shim(self) -> Path:
         if self._shim is None:

@@ -71,7 +71,7 @@ from scaffold.workspaces.docker.exec import quick_exec
 from scaffold.workspaces.docker.host_trust import host_ca_bundle
 from scaffold.workspaces.docker.images import DEFAULT_BUILD_TIMEOUT_S
 from scaffold.workspaces.docker.keeper import make_control
-from scaffold.workspaces.docker.launch import AgentLayers, Launcher, noted
+from scaffold.workspaces.docker.launch import AgentLayers, Launcher
 from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Reaper, Session, remove_volume, sweep
 from scaffold.workspaces.docker.standby import Standbys, Unknown, standby_from_env
@@ -451,7 +451,7 @@ class DockerBackend:
                 workspace.files.seed(task.environment_dir)  # queued: goes in with the first command
             else:
                 self._owned.claim(path)  # copy mode keeps nothing on this machine until a kept copy comes out
-                fresh_copy(task.environment_dir, path, copied=noted(workspace))
+                fresh_copy(task.environment_dir, path)
                 workspace.control = make_control(self.workspace_root)
                 self._owned.claim(workspace.control)
             self._containers.start(workspace, "agent")

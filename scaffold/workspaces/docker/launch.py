@@ -6,7 +6,7 @@ labels, name) with no API call beyond building a host config; :func:`launch` the
 through whichever client it is given (the trial's, or the background thread's own). :meth:`Launcher.attach`
 makes the running container the workspace's: its model (made from the create response, not an inspect),
 its keeper, and the host's CA bundle in a Harbor task's container. A fresh container and a standby's
-both start a bind-mounted workspace with a copy of the environment's files, noted as :func:`noted` says.
+both start a bind-mounted workspace with a fresh copy of the environment's files.
 """
 
 from __future__ import annotations
@@ -30,10 +30,8 @@ from scaffold.workspaces.docker.network import AgentNetworking
 from scaffold.workspaces.docker.sessions import LABEL, OWNER, Session, remove_container
 from scaffold.workspaces.docker.task_images import PreparedImage
 from scaffold.workspaces.docker.workspace import ROOT, DockerWorkspace, Phase
-from scaffold.workspaces.files import HostFiles
-from scaffold.workspaces.fresh_copies import Copied
 
-__all__ = ["AgentLayers", "Launcher", "container_name", "launch", "noted"]
+__all__ = ["AgentLayers", "Launcher", "container_name", "launch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +79,6 @@ def container_name(workspace: DockerWorkspace, kind: str) -> str:
     """A unique engine name for a container (or volume) of *workspace*: ``comet-<trial>-<kind>-<hex>``."""
     slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", workspace.trial_key).strip("-.")[:80]
     return f"comet-{slug}-{kind}-{uuid.uuid4().hex[:6]}"
-
-
-def noted(workspace: DockerWorkspace) -> Copied | None:
-    """Where a bind-mounted workspace's copy notes what it copied (scaffold.workspaces.fresh_copies)."""
-    if isinstance(workspace.files, HostFiles):
-        workspace.files.copied = Copied()
-        return workspace.files.copied
-    return None
 
 
 def _mount(layer: AgentMount, volume: str | None) -> Any:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 from scaffold.errors import WorkspaceError
 from scaffold.workspaces.docker.copy_mode import ContainerFiles
 from scaffold.workspaces.docker.keeper import make_control
-from scaffold.workspaces.docker.launch import Launcher, container_name, launch, noted
+from scaffold.workspaces.docker.launch import Launcher, container_name, launch
 from scaffold.workspaces.docker.sessions import Reaper, remove_container, remove_volume
 from scaffold.workspaces.files import copy_tree, remove_empty_parents
 from scaffold.workspaces.owners import OwnedFolders
@@ -234,7 +234,7 @@ class Standbys:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 spare.host_path.rename(path)
                 self._owned.release(spare.host_path)
-                copy_tree(task.environment_dir, path, copied=noted(workspace))
+                copy_tree(task.environment_dir, path)
                 workspace.control, spare.control = spare.control, None
             self._launcher.attach(workspace, standby.created, "agent")
         except BaseException as exc:

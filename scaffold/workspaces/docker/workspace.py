@@ -186,8 +186,6 @@ class DockerWorkspace:
         stderr_path: Path,
     ) -> ProcessResult:
         """Run *argv* in the container with the workspace root as working directory (see :func:`run_command`)."""
-        if isinstance(self.files, HostFiles):
-            self.files.copied = None  # from here on, what is in the folder is the commands' (fresh_copies)
         if self.container is None:
             raise WorkspaceError(f"the workspace {self.host_path} has no container (already destroyed?)")
         removals: list[str] = []

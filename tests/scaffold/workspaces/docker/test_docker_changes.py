@@ -22,13 +22,11 @@ from scaffold.experiment.cases import Case
 from scaffold.records import ChangeCounts
 from scaffold.trial.changes import TEXT_LIMIT, capture, changes
 from scaffold.trial.runner import Runner, Settings
-from scaffold.workspaces import fresh_copies
 from scaffold.workspaces.base import Workspace
 from scaffold.workspaces.docker import DockerBackend
 from scaffold.workspaces.docker.manifest import container_manifest
 from scaffold.workspaces.files import host_manifest
 from tests.scaffold.validation.test_harbor_docker import harbor_task
-from tests.scaffold.workspaces.test_fresh_copies import count_hashing
 from tests.support.factories import TaskFactory
 
 pytestmark = pytest.mark.docker
@@ -177,31 +175,25 @@ def test_in_bind_mode_the_container_lists_what_the_host_walk_lists(
     assert walked.files["d/e/f"].mode == 0o640 and walked.files["link"].link == "d"
 
 
-def test_a_bind_mounted_copy_takes_the_digests_of_known_sources_until_its_first_command(
-    docker_base_image: str, factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_rewrite_of_the_same_size_with_its_time_set_back_is_seen(
+    docker_base_image: str, factory: TaskFactory, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(fresh_copies, "SETTLED_NS", 0)  # the sources count as settled at once
-    hashed = count_hashing(monkeypatch)
-    task = load_task(factory.task("cached", files={"data.txt": "one\n", "keep.txt": "same\n"}))
+    task = load_task(factory.task("rewritten", files={"data.txt": "one\n", "keep.txt": "same\n"}))
     backend = DockerBackend(tmp_path / "ws", copy=False)
     try:
-        first = backend.create(task, "exp/one")
-        capture(first)
-        backend.destroy(first, keep=False)
-        second = backend.create(task, "exp/two")  # from the standby: the copy goes into its mounted folder
-        hashed.clear()
-        before = capture(second)
-        assert "data.txt" not in hashed and "keep.txt" not in hashed
+        workspace = backend.create(task, "exp/one")
+        before = capture(workspace)
         assert before.texts["data.txt"] == "one\n"
-        # The agent rewrites a copied file with the same size and sets its time back: still seen.
-        assert second.host_path is not None
-        stamp = (second.host_path / "data.txt").stat().st_mtime_ns
-        sh(second, f"printf 'two\\n' > data.txt && touch -d @{stamp // 10**9}.{stamp % 10**9:09d} data.txt", tmp_path)
-        assert (second.host_path / "data.txt").stat().st_mtime_ns == stamp
-        hashed.clear()
-        found = changes(second, before)
+        assert workspace.host_path is not None
+        stamp = (workspace.host_path / "data.txt").stat().st_mtime_ns
+        sh(
+            workspace,
+            f"printf 'two\\n' > data.txt && touch -d @{stamp // 10**9}.{stamp % 10**9:09d} data.txt",
+            tmp_path,
+        )
+        assert (workspace.host_path / "data.txt").stat().st_mtime_ns == stamp
+        found = changes(workspace, before)
         assert [(f.path, f.status) for f in found.files] == [("data.txt", "modified")]
-        assert {"data.txt", "keep.txt"} <= set(hashed)  # after a command, nothing is taken as copied
-        backend.destroy(second, keep=False)
+        backend.destroy(workspace, keep=False)
     finally:
         backend.close()
