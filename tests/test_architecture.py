@@ -206,9 +206,14 @@ def test_importing_scaffold_is_light() -> None:
     assert out.stdout.strip() == "[]"
 
 
+PROBED = ("workspace", "agent", "backend", "simulator", "reporter", "tracing", "plugin", "outcome")
+"""Names of objects whose members are declared (the contracts of workspaces/base.py and agents/base.py, the
+outcomes of reports/outcome.py) and so are never asked whether they happen to have one."""
+
+
 def test_no_probing_of_workspace_or_agent_members() -> None:
-    """Every member a caller uses is declared on the protocols (scaffold.workspaces.base, agents.base):
-    nothing asks an object whether it happens to have one."""
+    """Every member a caller uses is declared on the protocols (scaffold.workspaces.base, agents.base) and
+    the outcomes a session hands over: nothing asks an object whether it happens to have one."""
     probes = []
     for module, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -218,7 +223,7 @@ def test_no_probing_of_workspace_or_agent_members() -> None:
                 and node.func.id in ("getattr", "hasattr")
             ):
                 target = ast.unparse(node.args[0]) if node.args else ""
-                if any(word in target for word in ("workspace", "agent", "backend", "simulator")):
+                if any(word in target for word in PROBED):
                     probes.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
     assert probes == []
 
