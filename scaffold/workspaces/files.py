@@ -68,26 +68,11 @@ class HostFiles:
         return self._resolved
 
     def _inside(self, rel: str) -> Path:
-        """*rel* as a path inside the workspace; a path that leaves it (``..``, absolute, a symlink
-        pointing out) is a WorkspaceError.
-
-        Checks only the components below the root (lexically, then each existing one for a symlink)
-        instead of resolving the whole absolute path: this runs several times per trial and a full
-        ``resolve()`` costs a system call per component of the root's path as well.
-        """
+        """*rel* as a path inside the workspace, its links followed; a path that leaves it (``..``, absolute,
+        a symlink pointing out) is a WorkspaceError."""
         root = self.real_root
-        parts = [p for p in rel.split("/") if p not in ("", ".")]
-        if rel.startswith("/") or ".." in parts:
-            return self._inside_slow(rel, parts, root)
-        current = root
-        for part in parts:  # str paths: pathlib objects cost more than the system calls here
-            current = os.path.join(current, part)
-            if os.path.islink(current):
-                return self._inside_slow(rel, parts, root)
-        return Path(current)
-
-    def _inside_slow(self, rel: str, parts: list[str], root: str) -> Path:
         # Empty and "." components are dropped first: realpath mishandles "loop//x" after a symlink loop.
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
         clean = ("/" if rel.startswith("/") else "") + "/".join(parts)
         target = os.path.realpath(os.path.join(root, clean))
         if target != root and not target.startswith(root + os.sep):
