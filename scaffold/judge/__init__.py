@@ -47,6 +47,9 @@ class JudgeRequest:
     changes: str = ""
     """What the agent changed, as diffs (scaffold.trial.changes.diff_text, bounded); empty when nothing did or
     it could not be captured."""
+    redact: Callable[[str], str] = str
+    """The subject agent's redaction (scaffold.agents.base.Agent.redact): every prompt goes through it before
+    it leaves the harness, since the workspace it shows is the agent's and may hold its credentials."""
 
 
 class JudgeFailure(CometError):
@@ -96,7 +99,7 @@ def judge_trial(
     try:
         for _ in range(config.samples):
             for prompt, dims in prompts:
-                answer = ask(prompt)
+                answer = ask(request.redact(prompt))
                 answers.append(answer)
                 parsed = parse_answer(answer.text, dims)
                 if not parsed:

@@ -352,6 +352,7 @@ class Runner:
                     outcome,
                     workspace,
                     changes=diff_text(changed) if changed.error is None else "",
+                    redact=self.agent.redact,
                 ),
                 profile.name,
                 phases,

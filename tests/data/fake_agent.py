@@ -5,8 +5,9 @@
 
 Asked to play the simulated user, it answers with ``.fake-simulator.txt``. Otherwise it follows
 ``.fake-agent.json`` in its working directory: a list of turns, the N-th call of a session
-playing turn N. A turn may write files, print text, invoke a skill, echo its environment, sleep, or
-end without a result event (an incomplete turn). Every call is appended to ``$HOME/calls.jsonl``.
+playing turn N. A turn may write files (``write``; ``write_env``: a file holding the value of an
+environment variable, and one named after it), print text, invoke a skill, echo its environment, sleep,
+or end without a result event (an incomplete turn). Every call is appended to ``$HOME/calls.jsonl``.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ def main() -> int:
                 },
             }
         )
+    for path, variable in (turn.get("write_env") or {}).items():
+        value = os.environ.get(variable, "")
+        Path(path).write_text(f"{variable}={value}\n")
+        Path(f"named-{value}.txt").write_text("a file named after a value\n")
     if turn.get("bash"):
         emit(
             {

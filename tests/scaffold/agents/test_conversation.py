@@ -263,3 +263,27 @@ def test_agent_timeout(factory: TaskFactory, tmp_path: Path, env: dict[str, str]
 )
 def test_decision_points(text: str, patterns: tuple[str, ...], expected: str | None) -> None:
     assert decision_point(text, patterns) == expected
+
+
+def test_the_judge_is_never_sent_the_agents_credentials(
+    factory: TaskFactory, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The agent writes its key into a file and a file's name; the judge's prompt shows the workspace, so
+    it goes through the agent's redaction first, as changes.json and the transcript do."""
+    from scaffold.judge.config import JudgeConfig
+    from scaffold.judge.transport import JudgeRun
+    from scaffold.modelserver import ScriptedModelServer
+    from scaffold.modelserver.script import parse_script
+
+    answer = {"text": "[RUBRIC-JUDGE] task_completion: 0.5 - a file\n"}
+    plan = [{"write": {"out.txt": "done\n"}, "write_env": {"leak.txt": "FAKE_API_KEY"}}]
+    factory.task("t", files={".fake-agent.json": json.dumps(plan)}, solve="true\n")
+    runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path)
+    runner.agent = create_agent("fake", dict(env))
+    with ScriptedModelServer(parse_script({"responses": [answer], "judge": answer})) as server:
+        runner.judge = JudgeRun(JudgeConfig("claude-code", "judge-model", server.url, api_key="judge-key"), {})
+        record = runner.run(Case("t", "CONTROL", 1)).record
+        sent = json.dumps(server.requests)
+    assert record.judge is not None and record.judge.status == "enabled_and_successful"
+    assert "leak.txt" in sent and "FAKE_API_KEY=" in sent  # the judge saw the files, not the value
+    assert SECRET not in sent
