@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ FAR = FarHost(NETNS, HOST_END, FAR_END, HOST_IP, FAR_IP)
 
 
 @pytest.fixture(scope="module")
-def far_host() -> Iterator[str]:
+def far_host(docker_client: Any) -> Iterator[str]:
     """A network namespace reached from this machine over a veth pair: another host, as far as the
     containers' internal network is concerned (their packets to it would be forwarded, and Docker's
     internal network forwards nothing)."""
