@@ -51,6 +51,41 @@ DEFAULT_MAX_RETRIES = 3
 _REF_KINDS = {"invoke_skill": "skills", "call_tool": "tools", "handoff": "agents"}
 # libyaml's loader when PyYAML was built with it.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAX_CHARS, _MAX_DEPTH, _MAX_NODES = 1024 * 1024, 100, 100_000
+"""A package file's limits: its length, its nesting (libyaml's composer recurses in C: 50,000 nested
+brackets crash the process) and its nodes with every alias expanded (an alias bomb)."""
+
+
+def _load_yaml(text: str) -> Any:
+    """*text* parsed safely within the limits above; yaml.YAMLError (a limit's says which) otherwise. The
+    limits are checked on the parser's events (an explicit stack in libyaml), before anything is built:
+    the same check as the harness's scaffold.util.schema, which this package may not import."""
+    if len(text) > _MAX_CHARS:
+        raise yaml.YAMLError(f"longer than {_MAX_CHARS:,} characters")
+    expanded = 0
+    sizes: dict[str, int] = {}  # anchor -> the nodes its value expands to
+    open_nodes: list[tuple[int, str | None]] = []  # each open collection: expanded before it, its anchor
+    for event in yaml.parse(text, Loader=_LOADER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_nodes) >= _MAX_DEPTH:
+                raise yaml.YAMLError(f"nested deeper than {_MAX_DEPTH} levels")
+            open_nodes.append((expanded, event.anchor))
+            expanded += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            start, anchor = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - start
+        elif isinstance(event, yaml.ScalarEvent):
+            expanded += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            expanded += sizes.get(event.anchor or "", 1)
+        if expanded > _MAX_NODES:
+            raise yaml.YAMLError(f"expands to more than {_MAX_NODES:,} nodes (aliases of aliases)")
+    return yaml.load(text, Loader=_LOADER)
+
+
 _M = TypeVar("_M", bound=BaseModel)
 _UNION_TAGS = {"str", "ToolModel"}
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.DOTALL)
@@ -151,7 +186,7 @@ def _parse_yaml(path: Path, data: bytes, problems: list[str]) -> Any:
         problems.append(f"{path}: cannot be read ({exc}); fix the file's permissions or encoding (UTF-8)")
         return None
     try:
-        data = yaml.load(text, Loader=_LOADER)
+        data = _load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -426,7 +461,7 @@ def _check_frontmatter(root: Path, skill_md: str, name: str, problems: list[str]
     if not match:
         return
     try:
-        front = yaml.load(match.group(1), Loader=_LOADER)
+        front = _load_yaml(match.group(1))
     except yaml.YAMLError:
         problems.append(f"{root / 'SKILL.md'}: front matter is not valid YAML")
         return

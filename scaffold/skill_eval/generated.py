@@ -47,6 +47,7 @@ from scaffold.skill_eval.manifest_check import load_manifest, parse_manifest
 from scaffold.skill_eval.snapshot import SkillSnapshot, take_snapshot
 from scaffold.util.atomic import locked, write_json_atomic, write_text_atomic
 from scaffold.util.hashing import canonical_json
+from scaffold.util.schema import load_yaml
 
 __all__ = [
     "FAILURE_SCHEMA",
@@ -211,7 +212,7 @@ def _problems(data: dict[str, Any], folder: Path, manifest: Manifest, builtin_ta
 def _valid(folder: Path, key: str, builtin_tasks: Collection[str]) -> bool:
     manifest_file, generation_file = folder / "eval.yaml", folder / "generation.json"
     try:
-        data = yaml.safe_load(generation_file.read_text(encoding="utf-8"))
+        data = load_yaml(generation_file.read_text(encoding="utf-8"))
         raw = manifest_file.read_bytes()
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False

@@ -15,11 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scaffold.errors import Problem
 
 __all__ = [
+    "YAML_MAX_CHARS",
+    "YAML_MAX_DEPTH",
+    "YAML_MAX_NODES",
     "Model",
     "NonEmptyStr",
     "PositiveNumber",
     "Seconds",
     "StrList",
+    "YamlLimitError",
+    "check_yaml_limits",
     "load_yaml",
     "problems_from",
     "yaml_problem",
@@ -28,10 +33,53 @@ __all__ = [
 # libyaml's loader when PyYAML was built with it: ten times faster on large index files.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+YAML_MAX_CHARS = 8 * 1024 * 1024
+"""The longest YAML file the harness reads (tasks, index, treatments, manifests, adapters, scripts)."""
+YAML_MAX_DEPTH = 100
+"""The deepest nesting of mappings and sequences: libyaml's composer recurses in C, and 50,000 nested
+brackets crash the process."""
+YAML_MAX_NODES = 1_000_000
+"""The most nodes a document may hold with every alias expanded: a few lines of aliases of aliases
+(an alias bomb) otherwise become billions of nodes for whatever walks the loaded value."""
+
+
+class YamlLimitError(yaml.YAMLError):
+    """A YAML document past one of the limits above; the message says which."""
+
 
 def load_yaml(text: str) -> Any:
-    """Parse YAML safely (no arbitrary objects); raises ``yaml.YAMLError``."""
+    """Parse YAML safely (no arbitrary objects, within the limits above); raises ``yaml.YAMLError``
+    (YamlLimitError past a limit)."""
+    check_yaml_limits(text)
     return yaml.load(text, Loader=_YAML_LOADER)
+
+
+def check_yaml_limits(text: str) -> None:
+    """Raise YamlLimitError when *text* is too long, nested too deep or expands to too many nodes; read
+    as a stream of parser events (an explicit stack in libyaml: no recursion), before anything is built."""
+    if len(text) > YAML_MAX_CHARS:
+        raise YamlLimitError(f"longer than {YAML_MAX_CHARS:,} characters")
+    expanded = 0
+    sizes: dict[str, int] = {}  # anchor -> the nodes its value expands to
+    open_nodes: list[tuple[int, str | None]] = []  # each open collection: expanded before it, its anchor
+    for event in yaml.parse(text, Loader=_YAML_LOADER):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_nodes) >= YAML_MAX_DEPTH:
+                raise YamlLimitError(f"nested deeper than {YAML_MAX_DEPTH} levels")
+            open_nodes.append((expanded, event.anchor))
+            expanded += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            start, anchor = open_nodes.pop()
+            if anchor is not None:
+                sizes[anchor] = expanded - start
+        elif isinstance(event, yaml.ScalarEvent):
+            expanded += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, yaml.AliasEvent):
+            expanded += sizes.get(event.anchor or "", 1)
+        if expanded > YAML_MAX_NODES:
+            raise YamlLimitError(f"expands to more than {YAML_MAX_NODES:,} nodes (aliases of aliases)")
 
 
 def yaml_problem(file: Path, exc: yaml.YAMLError | UnicodeDecodeError) -> Problem:
