@@ -369,6 +369,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(LiveDisplay(config), "comet-live")
         # An engine pool is asked once, here, before any worker starts: the workers get the live engines.
         plugin_state(config).engine_report()
+        # An experiment named on the command line may be another session's: refused here, before any
+        # worker starts (a worker's refusal would end in pytest-xdist's internal error). New ids are unique.
+        if config.getoption("comet_experiment_id") and not _only_shows(config):
+            plugin_state(config).hold_experiment("pytest")
+
+
+def _only_shows(config: pytest.Config) -> bool:
+    """Whether this run only lists or explains (--collect-only, --help, ...): it writes nothing."""
+    option = config.option
+    shows = ("collectonly", "help", "version", "showfixtures", "show_fixtures_per_test", "markers")
+    return any(getattr(option, name, False) for name in shows)
 
 
 def _plan_workers(config: pytest.Config) -> None:
@@ -518,6 +529,8 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
     state.use(session.judge)  # and judge settings that are not an agent id or an http(s) URL
     limits(config)  # and negative --max-trials / --max-cost
+    if not _only_shows(config):  # a listing writes nothing: it holds nothing either
+        state.hold_experiment("pytest" if getattr(config, "workerinput", None) is None else "a pytest-xdist worker")
     state.accepted = True
 
 

@@ -109,6 +109,11 @@ class Reporter:
         experiment = harness.experiment()
         if not experiment.trials_dir.is_dir():
             return
+        try:  # the workers have let go: the reports are this session's to write, not another's trials
+            state.hold_experiment("the reports of a pytest session")
+        except pytest.UsageError as exc:
+            self.report_error = str(exc)
+            return
         gates = harness.gates()
         ran = session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         try:

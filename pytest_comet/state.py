@@ -16,6 +16,7 @@ from scaffold.errors import CometError
 if TYPE_CHECKING:
     from pytest_comet.ahead import Ahead, WorkerPlan
     from scaffold.experiment.cases import Case
+    from scaffold.experiment.owner import Holding
     from scaffold.session import EngineReport, HarnessSession, Options
 
 __all__ = ["ENGINES_KEY", "SESSION_KEY", "STATE", "WORKERINPUT_KEY", "PluginState", "plugin_state"]
@@ -58,6 +59,7 @@ class PluginState:
     _experiment_id: str | None = None
     _token: str | None = None
     _engines: EngineReport | None = None
+    _holding: Holding | None = None
 
     @property
     def session(self) -> HarnessSession:
@@ -87,6 +89,16 @@ class PluginState:
 
                 self._experiment_id = self.config.getoption("comet_experiment_id") or new_experiment_id()
         return self._experiment_id
+
+    def hold_experiment(self, what: str) -> None:
+        """Hold this session's experiment folder (scaffold.experiment.owner), once per process, until the
+        process ends or pytest unconfigures: a usage error naming the owner when another session runs it."""
+        if self._holding is None:
+            from scaffold.experiment.owner import hold
+
+            root = self.use(lambda: self.session.experiment().root)
+            self._holding = self.use(lambda: hold(root, self.session_token(), what=what))
+            self.config.add_cleanup(self._holding.release)
 
     def session_token(self) -> str:
         """This session's token, the same in the controller and every worker (handed over like the

@@ -7,6 +7,7 @@ CometError
 │   └── ManifestError             a skill's eval.yaml (comet.eval/v1alpha1) is invalid
 ├── ProfileError (ValueError)     an unknown evaluation profile
 ├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
+├── BusyError (RuntimeError)      an experiment is being run by another session
 ├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
 │   └── SkillLeakError            an image meant to be without the task's skills has a SKILL.md
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
@@ -33,6 +34,7 @@ from typing import Final
 __all__ = [
     "EXIT_MEANINGS",
     "AgentError",
+    "BusyError",
     "CometError",
     "ExitStatus",
     "GateError",
@@ -114,6 +116,10 @@ class ProfileError(CometError, ValueError):
 
 class SelectionError(CometError, ValueError):
     """A selection (task, treatment, agent, backend) that matches nothing known."""
+
+
+class BusyError(CometError, RuntimeError):
+    """An experiment folder is held by a live process of another session (scaffold.experiment.owner)."""
 
 
 class WorkspaceError(CometError, RuntimeError):

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from collections.abc import Mapping
@@ -73,6 +74,14 @@ class Experiment:
 
     def trial_dir(self, case: Case) -> Path:
         return self.trials_dir / case.id
+
+    def workspace_key(self, case: Case) -> str:
+        """Where *case*'s workspace goes under the backend's root: ``<experiment id>/<case>-<digest>``, the
+        digest of the experiment's folder, so that two experiments of one id in other folders never share
+        a workspace (the id stays the first part: a container's experiment label; the backends' sweeps look
+        two levels down)."""
+        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:8]
+        return f"{self.id}/{case.id}-{digest}"
 
     def record_path(self, case: Case) -> Path:
         return self.trial_dir(case) / RECORD_FILE

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scaffold.errors import ReportError
+from scaffold.experiment.owner import folder_locked
 from scaffold.records import TrialRecord
 from scaffold.records.files import gc_paused
 from scaffold.reports.analysis import build_analysis
@@ -146,12 +147,15 @@ def _write_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
-    if outputs.markdown:
-        paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
-        paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
-    if outputs.html:
-        from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
+    # One writer of a folder's reports at a time (two `comet report --out` into one folder mixed their
+    # files): the folder's own lock, the one a session takes to claim an experiment.
+    with folder_locked(out_dir):
+        if outputs.markdown:
+            paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
+            paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
+        if outputs.html:
+            from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
 
-        paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
-    paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
+            paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
+        paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
     return Written(analysis, tuple(paths))

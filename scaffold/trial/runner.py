@@ -431,7 +431,7 @@ class Runner:
             if self.upcoming is not None:
                 following = self.upcoming()
                 self.backend.expect(following.task if following is not None else None)
-            workspace = self.backend.create(task, f"{self.experiment.id}/{case.id}")
+            workspace = self.backend.create(task, self.experiment.workspace_key(case))
             self._live[id(workspace)] = workspace
             return workspace
 

@@ -121,7 +121,7 @@ class TestRuns:
                 "trial wrong-CONTROL-r1: verdict failed (weighted score *)",
                 "  failed check [[]script:check.py[]] out.txt says done: ",
                 "  record: *record.json",
-                "  workspace kept: *wrong-CONTROL-r1",
+                "  workspace kept: *wrong-CONTROL-r1-*",
             ]
         )
 

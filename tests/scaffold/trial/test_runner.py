@@ -121,7 +121,7 @@ def test_workspace_retention(
     assert (good.record.verdict, bad.record.verdict) == ("passed", "failed")
     runner.backend.drain()  # a workspace not kept is removed in the background (scaffold.workspaces.local)
     for outcome, kept in ((good, kept_pass), (bad, kept_fail)):
-        ws = tmp_path / "ws" / "exp-1" / outcome.record.case_id
+        ws = tmp_path / "ws" / runner.experiment.workspace_key(Case(outcome.record.task, "CONTROL", 1))
         assert ws.exists() is kept
         assert outcome.record.workspace.kept is kept
         assert (outcome.record.workspace.path == str(ws)) is kept
@@ -227,7 +227,7 @@ def test_interrupt_leaves_no_workspace_and_no_record(factory: TaskFactory, tmp_p
     runner.agent = Interrupting()
     with pytest.raises(KeyboardInterrupt):
         runner.run(Case("t", "CONTROL", 1))
-    assert not (tmp_path / "ws" / "exp-1" / "t-CONTROL-r1").exists()
+    assert not (tmp_path / "ws" / runner.experiment.workspace_key(Case("t", "CONTROL", 1))).exists()
     assert not (tmp_path / "logs" / "experiments" / "exp-1" / "trials" / "t-CONTROL-r1" / "record.json").exists()
 
 

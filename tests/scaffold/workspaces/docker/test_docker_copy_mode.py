@@ -159,14 +159,14 @@ def test_validation_files_arrive_after_the_agent_and_a_failed_workspace_is_kept(
     backend = DockerBackend(tmp_path / "ws", copy=copy)
     agent = LookingAgent()
     try:
-        record = (
-            runner_for([factory.tasks_dir], factory, tmp_path, backend, agent).run(Case("kept", "CONTROL", 1)).record
-        )
+        runner = runner_for([factory.tasks_dir], factory, tmp_path, backend, agent)
+        record = runner.run(Case("kept", "CONTROL", 1)).record
         assert record.verdict == "failed"
         assert agent.listing.split() == ["Dockerfile"]  # neither validation nor solution files
         assert agent.host_folder_during_run is (not copy)
         kept = Path(record.workspace.path)
-        assert record.workspace.kept and kept == tmp_path / "ws" / "exp-copy" / "kept-CONTROL-r1"
+        assert record.workspace.kept
+        assert kept == tmp_path / "ws" / runner.experiment.workspace_key(Case("kept", "CONTROL", 1))
         assert (kept / "Dockerfile").is_file()
         assert (kept / "deep/er/n.txt").read_text() == "nested\n"
         assert os.access(kept / "deep/er/n.txt", os.X_OK)
