@@ -17,7 +17,8 @@ import scipy.special  # type: ignore[import-untyped]  # noqa: F401
 import scaffold.reports.write  # noqa: F401
 from tests.support.factories import REPO, TaskFactory
 
-pytest_plugins = ["pytester"]
+# tests.support.loadgroup: tests marked xdist_group("NAME") share one worker.
+pytest_plugins = ["pytester", "tests.support.loadgroup"]
 
 
 @pytest.fixture
