@@ -7,7 +7,6 @@ command line asserted are exactly the ones the agent's process would get.
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -71,20 +70,23 @@ CLAUDE_STREAM = [
 ]
 
 
-def canned(stream: Sequence[Mapping[str, Any]] | str = (), *, host_address: str | None = None) -> ScriptedWorkspace:
-    """A workspace whose commands print *stream* (JSON lines), or a version for ``--version``."""
+def canned(
+    root: Path, stream: Sequence[Mapping[str, Any]] | str = (), *, host_address: str | None = None
+) -> ScriptedWorkspace:
+    """A workspace in *root* whose commands print *stream* (JSON lines), or a version for ``--version``."""
     text = stream if isinstance(stream, str) else "".join(json.dumps(e) + "\n" for e in stream)
 
     def answer(command: Command) -> Reply:
         return Reply(stdout="9.9.9 (test)\n" if "--version" in command.argv else text)
 
-    return ScriptedWorkspace(Path(tempfile.mkdtemp(prefix="comet-test-ws-")), answer, host_address=host_address)
+    root.mkdir(exist_ok=True)
+    return ScriptedWorkspace(root, answer, host_address=host_address)
 
 
 def run_turn(agent: object, tmp_path: Path, stream: Any = CLAUDE_STREAM, **ws: Any) -> tuple[list[str], dict[str, str]]:
     """The argv and environment one turn of *agent* starts its process with."""
     assert isinstance(agent, CliAgent)
-    workspace = canned(stream, **ws)
+    workspace = canned(tmp_path / "ws", stream, **ws)
     request = cast(AgentRequest, SimpleNamespace(log_dir=tmp_path / "logs"))
     agent.turn(
         workspace,
@@ -516,7 +518,7 @@ def test_turn_scrubs_secrets_from_the_raw_stream(home: Path, tmp_path: Path) -> 
         {"type": "result", "subtype": "success", "is_error": False, "result": f"your key is {key}"},
     ]
     agent = create_agent("claude-code", env_with(home, ANTHROPIC_API_KEY=key))
-    workspace = canned(stream)
+    workspace = canned(tmp_path / "ws", stream)
     request = cast(AgentRequest, SimpleNamespace(log_dir=tmp_path / "logs"))
     assert isinstance(agent, CliAgent)
     trajectory = agent.turn(

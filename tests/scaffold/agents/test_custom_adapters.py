@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
@@ -100,13 +99,14 @@ def only_problem(registry: Registry) -> Problem:
     return problems[0]
 
 
-def canned(stream: str) -> ScriptedWorkspace:
-    """A workspace whose commands print *stream* (and a version for ``--version``)."""
+def canned(root: Path, stream: str) -> ScriptedWorkspace:
+    """A workspace in *root* whose commands print *stream* (and a version for ``--version``)."""
 
     def answer(command: Command) -> Reply:
         return Reply(stdout="1.0.0\n" if "--version" in command.argv else stream)
 
-    return ScriptedWorkspace(Path(tempfile.mkdtemp(prefix="comet-test-ws-")), answer)
+    root.mkdir(exist_ok=True)
+    return ScriptedWorkspace(root, answer)
 
 
 # --- the registry --------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ def test_create_agent_runs_a_custom_adapter_with_its_declared_credentials(regist
             {"type": "result", "subtype": "success", "result": "done", "session_id": "c-1"},
         ]
     )
-    workspace = canned(stream)
+    workspace = canned(tmp_path / "ws", stream)
     request = cast(AgentRequest, SimpleNamespace(log_dir=tmp_path / "logs"))
     trajectory = agent.turn(
         workspace,

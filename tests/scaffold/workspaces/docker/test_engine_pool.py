@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -73,7 +74,9 @@ def _run(args: list[str], env: dict[str, str], logs: Path, *, wait: bool = True)
     argv = [sys.executable, "-m", "pytest", str(REPO / "local" / "tests"), "-p", "no:cacheprovider", "-q"]
     argv += ["--backend", "docker", "--logs-dir", str(logs), "--keep-workspaces", "none", *args]
     if not wait:
-        return subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+        )
     return subprocess.run(argv, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
 
 
@@ -88,6 +91,16 @@ def _leftovers(client: Any, experiment: str | None = None) -> list[str]:
     label = f"comet-eval.experiment={experiment}" if experiment else "comet-eval.session"
     names = [c.name for c in client.containers.list(all=True, filters={"label": label})]
     return names + [v.name for v in client.volumes.list(filters={"label": label})]
+
+
+def _processes(container: Any) -> str:
+    """What *container* runs, or "" when it stopped between being listed and asked (the engine says 409)."""
+    import docker.errors
+
+    try:
+        return str(container.top().get("Processes"))
+    except docker.errors.APIError:
+        return ""
 
 
 def test_a_pool_of_three_engines_runs_every_trial_once_where_its_worker_is_bound(
@@ -124,17 +137,22 @@ def test_an_engine_that_dies_mid_run_costs_only_its_running_trials(
     suite = ["--tasks-dir", str(slow.tasks_dir), "--treatments-dir", str(slow.treatments_dir)]
     args = [*_pool_args(engines), *suite, "-n", "6", "--count", "12", "--experiment-id", "fault"]
     run = _run(args, env, tmp_path, wait=False)
-    watcher = victim.client(timeout=10)
-    deadline = time.monotonic() + 300
-    # Kill the engine while both of its workers' trials run there: their agents (the oracle's sleep) are up.
-    while time.monotonic() < deadline and run.poll() is None:
-        running = watcher.containers.list(filters={"label": "comet-eval.experiment=fault", "status": "running"})
-        if len([c for c in running if "sleep" in str(c.top().get("Processes"))]) >= 2:
-            break
-        time.sleep(0.1)
-    watcher.close()
-    victim.kill()
-    out, _ = run.communicate(timeout=900)
+    try:
+        watcher = victim.client(timeout=10)
+        deadline = time.monotonic() + 300
+        # Kill the engine while both of its workers' trials run there: their agents (the oracle's sleep) are up.
+        while time.monotonic() < deadline and run.poll() is None:
+            running = watcher.containers.list(filters={"label": "comet-eval.experiment=fault", "status": "running"})
+            if len([c for c in running if "sleep" in _processes(c)]) >= 2:
+                break
+            time.sleep(0.1)
+        watcher.close()
+        victim.kill()
+        out, _ = run.communicate(timeout=900)
+    finally:
+        if run.poll() is None:  # the test failed before the run ended: it must not load the machine on
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
     records = _records(tmp_path, "fault")
     assert len(records) == 12, out[-4000:]
     failed = [r for r in records if r["verdict"] != "passed"]
