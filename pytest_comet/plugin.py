@@ -28,7 +28,8 @@ import pytest
 from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
 from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
-from scaffold.errors import CometError, InputWarning, TaskWarning
+from pytest_comet.terminate import install, terminated
+from scaffold.errors import CometError, ExitStatus, InputWarning, TaskWarning
 
 if TYPE_CHECKING:
     # The harness is imported when a session first uses it, so that every other pytest session (the
@@ -364,6 +365,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
+        state = plugin_state(config)
+        # SIGTERM ends a comet session as Ctrl-C does (pytest_comet.terminate); a controller of xdist
+        # workers learns that its session runs comet trials from the beacon its first worker writes.
+        controller = bool(config.getoption("numprocesses", None))
+        install(config, controller=controller, comet=state.in_use)
         _plan_workers(config)
         config.pluginmanager.register(Reporter(config), "comet-reporter")
         config.pluginmanager.register(LiveDisplay(config), "comet-live")
@@ -373,6 +379,12 @@ def pytest_configure(config: pytest.Config) -> None:
         # worker starts (a worker's refusal would end in pytest-xdist's internal error). New ids are unique.
         if config.getoption("comet_experiment_id") and not _only_shows(config):
             plugin_state(config).hold_experiment("pytest")
+
+
+@pytest.hookimpl(trylast=True)  # after pytest (INTERRUPTED) and the reporter have set the status
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if terminated() and not hasattr(session.config, "workerinput"):
+        session.exitstatus = ExitStatus.TERMINATED
 
 
 def _only_shows(config: pytest.Config) -> bool:
@@ -529,6 +541,8 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
     state.use(session.judge)  # and judge settings that are not an agent id or an http(s) URL
     limits(config)  # and negative --max-trials / --max-cost
+    if getattr(config, "workerinput", None) is not None:  # a worker: SIGTERM from its controller, as Ctrl-C
+        install(config, controller=False)
     if not _only_shows(config):  # a listing writes nothing: it holds nothing either
         state.hold_experiment("pytest" if getattr(config, "workerinput", None) is None else "a pytest-xdist worker")
     state.accepted = True

@@ -17,6 +17,13 @@ Treatments that differ in more than the treatment (agent, model, backend, ...: a
 reused with another ``--agent``) are not compared: no report is written and the session ends with
 pytest's usage-error status (4), unless ``--allow-mixed`` (verdicts then say "not comparable").
 
+Interruptions. A session stopped by Ctrl-C or SIGTERM still writes the reports of the trials that
+finished, each with a note that it was interrupted; so does one whose pytest-xdist worker crashed (the
+trial it was running named, without a record). The terminal's ``trials:`` line counts the records, as the
+reports do, not the test reports that reached the controller (a worker stopped by Ctrl-C may have
+finished trials it never reported). A worker that crashes after its trial's outcome reached the controller
+lost nothing of it: that trial counts as what its record says, not as the failure pytest-xdist reports.
+
 Budgets (``--max-trials``, ``--max-cost``: scaffold.experiment.budget). The trials a budget kept from starting are
 skipped tests ("not run: <reason>"), listed in the terminal and in a section of summary.md; the exit
 status is decided as usual on the trials that ran (skips never fail a session), so a budget never turns
@@ -33,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_comet.state import plugin_state
+from pytest_comet.terminate import terminated
 from scaffold.errors import CometError, MixedError
 
 if TYPE_CHECKING:
@@ -61,6 +69,14 @@ class Reporter:
         """(case id, reason) of the trials a budget kept from starting."""
         self.engines: Counter[str] = Counter()
         """Trials run per Docker engine (shown when a pool spread them over more than one)."""
+        self.finished: set[str] = set()
+        """Node ids of the trials whose outcome reached the controller."""
+        self.crashes: list[str] = []
+        """What crashed pytest-xdist workers cost, a sentence each (for the terminal and the reports)."""
+        self.stopped = ""
+        """How the session was stopped before its end ("" when it was not)."""
+        self.recorded: Counter[str] = Counter()
+        """Verdicts of the experiment's records, as the reports count them (empty: reports not written)."""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
@@ -69,16 +85,60 @@ class Reporter:
         if report.when != "call":
             return
         if "comet_verdict" in props:
+            self.finished.add(report.nodeid)
             state = plugin_state(self.config)
             state.verdicts[str(props["comet_verdict"])] += 1
             state.resumed += bool(props.get("comet_resumed"))
             if props.get("comet_engine") and not props.get("comet_resumed"):
                 self.engines[str(props["comet_engine"])] += 1
 
+    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: object) -> None:
+        message = str(report.longrepr)
+        if crashitem in self.finished:
+            # The trial's outcome arrived before the worker died: pytest would count it twice, once as it
+            # ended and once failed. Its record stands; the crash is said beside it.
+            report.outcome, report.when, report.longrepr = "passed", "teardown", None
+            self.crashes.append(f"{message} after that trial ended: its record stands")
+            return
+        verdict = self._recorded_verdict(crashitem)
+        if verdict is None:
+            self.crashes.append(f"{message}: that trial has no record")
+            return
+        # The worker died between writing the trial's record and sending its outcome: the record says.
+        self.crashes.append(f"{message} after that trial ended: its record stands")
+        report.when = "call"
+        report.user_properties = [("comet_verdict", verdict)]
+        if verdict == "passed":
+            report.outcome, report.longrepr = "passed", None
+        else:
+            report.longrepr = f"{message} after its trial ended; the trial's verdict: {verdict}"
+
+    def _recorded_verdict(self, nodeid: str) -> str | None:
+        """The verdict of the record of *nodeid*'s trial in this session's experiment; None without one."""
+        from scaffold.experiment import RECORD_FILE
+        from scaffold.records.files import read_record
+
+        if not nodeid.endswith("]"):
+            return None
+        case_id = nodeid[nodeid.rindex("[") + 1 : -1]
+        try:
+            path = plugin_state(self.config).session.experiment().trials_dir / case_id / RECORD_FILE
+            return read_record(path).verdict if path.is_file() else None
+        except (CometError, OSError):
+            return None
+
     @pytest.hookimpl(trylast=True)  # after other plugins have settled session.exitstatus
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = plugin_state(self.config)
-        if (not state.verdicts and not self.not_run) or self.config.option.collectonly:
+        if terminated():
+            self.stopped = "stopped by SIGTERM"
+        elif session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            self.stopped = "interrupted"
+        if self.config.option.collectonly:
+            return
+        # An interrupted controller may have heard of no trial that its workers finished: their records say.
+        if not state.verdicts and not self.not_run and not (self.stopped and state.in_use()):
             return
         try:
             self._conclude(session, state)
@@ -125,6 +185,7 @@ class Reporter:
                 title=experiment.id,
                 allow_empty=True,
                 allow_mixed=bool(self.config.getoption("comet_allow_mixed")),
+                notes=self.notes(experiment.id),
             )
         except MixedError as exc:
             self.report_error = str(exc)
@@ -138,6 +199,7 @@ class Reporter:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             return
         written = reported.written
+        self.recorded = Counter(trial.verdict for trial in written.analysis.trials)
         self.paths = written.paths
         self.unreadable = reported.problems
         self._not_run_section(experiment.summary_path, experiment.id)
@@ -155,6 +217,16 @@ class Reporter:
             failed = not all(r.passed for r in self.gate_results) or state.verdicts["invalid"] > 0
             failed = failed or quality_failed
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed or self.unreadable else pytest.ExitCode.OK
+
+    def notes(self, experiment_id: str) -> list[str]:
+        """The sentences every report opens with about how the session ended (none for a plain end)."""
+        resume = f"resume with --experiment-id {experiment_id} to run the trials without a record"
+        notes = [f"pytest-xdist {crash}." for crash in self.crashes]
+        if self.stopped:
+            notes.append(f"This session was {self.stopped} before its end: only finished trials count; {resume}.")
+        elif any("no record" in crash for crash in self.crashes):
+            notes.append(f"To run the trials a crash left without a record: {resume}.")
+        return notes
 
     def _finish_plan(self, state: Any) -> None:
         """Mark the session's plan finished (comet status: queued trials now are trials not run) and remove
@@ -208,12 +280,16 @@ class Reporter:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         state = plugin_state(self.config)
-        if not state.verdicts and not self.not_run:
+        if not state.verdicts and not self.not_run and not self.recorded:
             return
-        counts = ", ".join(f"{n} {v}" for v, n in sorted(state.verdicts.items()))
+        # The records' count when the reports were written (what summary.md says), else the test reports'.
+        verdicts = self.recorded + Counter(invalid=state.verdicts["invalid"]) if self.recorded else state.verdicts
+        counts = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()) if n) or "none finished"
         resumed = f" ({state.resumed} from earlier runs of this experiment)" if state.resumed else ""
         terminalreporter.section("comet-eval")
         terminalreporter.write_line(f"trials: {counts}{resumed}")
+        for note in self.notes(state.experiment_id()):
+            terminalreporter.write_line(note, yellow=True)
         terminalreporter.write_line(f"experiment: {state.session.experiment().root}")
         if len(self.engines) > 1 or state.uses_pool():
             spread = ", ".join(f"{url}: {n}" for url, n in sorted(self.engines.items()))

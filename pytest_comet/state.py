@@ -152,6 +152,14 @@ class PluginState:
             self._engines = self.use(self.session.engine_report)
         return self._engines
 
+    def in_use(self) -> bool:
+        """Whether this session runs comet trials: it collected some, heard of some, or (an xdist controller,
+        which collects nothing) a worker wrote the beacon."""
+        if self.collected or self.verdicts.total():
+            return True
+        beacon = self.beacon_path()
+        return beacon is not None and beacon.is_file()
+
     def beacon_path(self) -> Path | None:
         """Under pytest-xdist: the file in which the worker that writes the session's plan names the
         experiment folder, so the controller (which collects nothing and never builds the harness

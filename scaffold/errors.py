@@ -184,7 +184,8 @@ class TaskWarning(UserWarning):
 
 class ExitStatus(enum.IntEnum):
     """How a command of the harness ends. A pytest session keeps pytest's own statuses (0-5) and adds
-    REPORTING; ``comet skill`` (the engine's command line) has a table of its own, beside it."""
+    REPORTING and TERMINATED; ``comet skill`` (the engine's command line) has a table of its own, beside
+    it."""
 
     OK = 0
     FAILED = 1
@@ -195,6 +196,7 @@ class ExitStatus(enum.IntEnum):
     REPORTING = 6
     INTERRUPTED = 130
     BROKEN_PIPE = 141
+    TERMINATED = 143
 
 
 EXIT_MEANINGS: Final[Mapping[ExitStatus, str]] = {
@@ -215,6 +217,8 @@ EXIT_MEANINGS: Final[Mapping[ExitStatus, str]] = {
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitStatus.BROKEN_PIPE: "the reader of the output went away (comet report ... | head -1); the reports "
     "are written all the same",
+    ExitStatus.TERMINATED: "stopped by SIGTERM (a CI job cancelled, timeout, docker stop): the running trials "
+    "were ended, the finished ones keep their records and the reports are written for them",
 }
 """What each status means, for every command that can end with it."""
 

@@ -27,6 +27,17 @@ def factory(tmp_path: Path) -> TaskFactory:
 
 
 @pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private TMPDIR for the runs a test starts (and for this process): ``<it>/comet-eval`` is their
+    state root, so what they leave there is theirs alone."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr("tempfile.tempdir", None)  # gettempdir() caches its first answer
+    yield tmp
+
+
+@pytest.fixture
 def suite(pytester: pytest.Pytester) -> TaskFactory:
     """A pytester project laid out like the repository: local/tasks, local/treatments, local/tests."""
     factory = TaskFactory(pytester.path / "local")

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+
 from scaffold.errors import ReportError
 from scaffold.experiment.owner import folder_locked
 from scaffold.records import TrialRecord
@@ -72,6 +74,7 @@ def report_experiments(
     allow_empty: bool = False,
     keep_records: bool = False,
     allow_mixed: bool = False,
+    notes: Sequence[str] = (),
 ) -> Reported:
     """Read every record of *dirs* and write their reports into *out_dir*: ``comet report`` and session end.
 
@@ -82,7 +85,8 @@ def report_experiments(
     *keep_records*: return the records in ``Reported.loaded`` rather than freeing them (a process about
     to end can skip freeing them one by one: see scaffold.cli.main.entry).
     MixedError, before any file is written, when treatments differ in more than the treatment (agent,
-    model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*.
+    model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*. *notes*: sentences every
+    report opens with (how the session that wrote them ended).
     """
     with gc_paused():
         loaded = load_experiments(dirs, link_base=out_dir)
@@ -100,6 +104,7 @@ def report_experiments(
             loaded.files,
             outputs or ReportOutputs(),
             allow_mixed,
+            tuple(notes),
         )
         reported = Reported(
             written, len(loaded.records), loaded.dirs, loaded.problems, loaded if keep_records else None
@@ -127,7 +132,7 @@ def write_reports(
     as ``report_experiments`` raises it."""
     with gc_paused():  # millions of small acyclic objects: see scaffold.records.files.gc_paused
         return _write_reports(
-            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed
+            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed, ()
         )
 
 
@@ -140,6 +145,7 @@ def _write_reports(
     files: Mapping[tuple[str, str], TrialFiles] | None,
     outputs: ReportOutputs,
     allow_mixed: bool,
+    notes: tuple[str, ...],
 ) -> Written:
     identities = Identities.of(records)
     if not allow_mixed:
@@ -147,6 +153,8 @@ def _write_reports(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
+    if notes:
+        analysis = msgspec.structs.replace(analysis, notes=(*notes, *analysis.notes))
     # One writer of a folder's reports at a time (two `comet report --out` into one folder mixed their
     # files): the folder's own lock, the one a session takes to claim an experiment.
     with folder_locked(out_dir):

@@ -22,6 +22,7 @@ EVAL_STATUSES: Final = (
     ExitStatus.NO_ANSWER,
     ExitStatus.REPORTING,
     ExitStatus.INTERRUPTED,
+    ExitStatus.TERMINATED,
 )
 """The statuses ``comet eval`` ends with (scaffold.errors.ExitStatus: one table for every command).
 REPORTING is the same number from pytest and from ``comet eval``; a gate failure wins over it."""
@@ -44,8 +45,17 @@ def finish(plan: EvalPlan, code: int, progress: Progress, out: TextIO) -> int:
     if code == _PYTEST_USAGE_ERROR:  # already printed by pytest (a credential, a manifest, a gate)
         return ExitStatus.USAGE
     if code == _PYTEST_INTERRUPTED:
-        print("comet eval: interrupted", file=sys.stderr)
+        print(
+            f"comet eval: interrupted; the finished trials' records and reports are in {plan.experiment_dir}",
+            file=sys.stderr,
+        )
         return ExitStatus.INTERRUPTED
+    if code == ExitStatus.TERMINATED:
+        print(
+            f"comet eval: stopped by SIGTERM; the finished trials' records and reports are in {plan.experiment_dir}",
+            file=sys.stderr,
+        )
+        return ExitStatus.TERMINATED
     if code not in (0, 1):
         print(f"comet eval: the pytest session ended with status {code} (no trial could run)", file=sys.stderr)
         return ExitStatus.NO_ANSWER
