@@ -15,8 +15,8 @@ re-upload would send. The test function takes no fixture argument, so the SDK's 
 are exactly the logged case inputs (task, treatment, difficulty), not a serialized fixture value.
 
 Credentials. ``LANGSMITH_API_KEY`` (process environment, then ~/.comet/eval/.env) goes to our Client
-only: it is not put into ``os.environ``, agents' processes get a whitelisted environment anyway, and no
-failure message here quotes the SDK (whose connection errors carry part of the key).
+only: it is not put into ``os.environ``, agents' processes get a whitelisted environment anyway, and the
+SDK's failure messages are shown with the key and the part of it its connection errors carry replaced.
 
 Failures never lose a trial. The SDK swallows most errors in background threads; we see them all: a
 Client subclass notes every REST call that failed for good (404 and 409 are the plugin's normal flow),
@@ -112,7 +112,7 @@ _TRIAL: contextvars.ContextVar[Trial | None] = contextvars.ContextVar("comet_lan
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "langsmith: tracked in LangSmith (the SDK's pytest integration)")
-    from scaffold.agents.credentials import eval_home, load_environment
+    from scaffold.agents.credentials import Redactor, eval_home, load_environment
 
     if not _sdk_installed():
         raise pytest.UsageError(
@@ -138,6 +138,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_comet.state import plugin_state
 
     state.api_key = env[API_KEY]
+    state.failures = Failures(redactor=Redactor([state.api_key]))  # no failure message may quote the key
     state.endpoint = env.get("LANGSMITH_ENDPOINT") or env.get("LANGCHAIN_ENDPOINT") or ""
     state.test_suite = env.get("LANGSMITH_TEST_SUITE") or DEFAULT_TEST_SUITE
     experiment_id = plugin_state(config).experiment_id()
@@ -411,7 +412,8 @@ def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]
 
 def _write_status(folder: Path, state: _State, problems: list[str]) -> Path:
     """``tracing.json`` (the Langfuse suite writes the same name and ``suite``/``status``/``problems`` keys):
-    where the trials went and what failed, as our own descriptions (method, path, kind of error)."""
+    where the trials went and what failed (method, path, kind of error, then the exception's class and its
+    message without the key: scaffold.tracing.langsmith_report.Failures)."""
     from scaffold.util.atomic import write_json_atomic
 
     data: dict[str, Any] = {"suite": SERVICE, "status": "off"}

@@ -73,9 +73,9 @@ class LiveDisplay:
         from scaffold.experiment.live import LiveLine
 
         writer = self._terminal._tw
-        self._line = LiveLine(
-            writer._file, self._text, column=lambda: writer.width_of_current_line, width=lambda: writer.fullwidth
-        )
+        # Not pytest's writer.fullwidth for the width: it asks file descriptor 1, which capturing points
+        # at a file while a trial runs, and falls back to 80 columns. The line asks its own terminal.
+        self._line = LiveLine(writer._file, self._text, column=lambda: writer.width_of_current_line)
         self._line.start()
 
     @pytest.hookimpl(trylast=True)

@@ -27,7 +27,7 @@ import pytest
 
 from pytest_comet.live import LiveDisplay
 from pytest_comet.reporter import Reporter
-from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, plugin_state
+from pytest_comet.state import ENGINES_KEY, SESSION_KEY, STATE, WORKERINPUT_KEY, PluginState, plugin_state
 from pytest_comet.terminate import install, terminated
 from scaffold.errors import CometError, ExitStatus, InputWarning, TaskWarning
 
@@ -365,6 +365,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(), "comet-xdist")
     if not hasattr(config, "workerinput"):
+        _check_choices(config)
         state = plugin_state(config)
         # SIGTERM ends a comet session as Ctrl-C does (pytest_comet.terminate); a controller of xdist
         # workers learns that its session runs comet trials from the beacon its first worker writes.
@@ -379,6 +380,33 @@ def pytest_configure(config: pytest.Config) -> None:
         # worker starts (a worker's refusal would end in pytest-xdist's internal error). New ids are unique.
         if config.getoption("comet_experiment_id") and not _only_shows(config):
             plugin_state(config).hold_experiment("pytest")
+
+
+def _check_choices(config: pytest.Config) -> None:
+    """``--backend`` names a backend the session can make: a usage error now (exit status 4, the message
+    alone), not a setup error in every trial. Not an argparse ``choices``: the names are the backends
+    module's, and importing it for every pytest session of the environment would cost them all."""
+    backend = config.getoption("comet_backend")
+    if backend == "local":
+        return
+    from scaffold.workspaces.backends import known_backends
+
+    if backend not in known_backends():
+        raise pytest.UsageError(f"--backend={backend}: unknown backend; known: {', '.join(known_backends())}")
+
+
+def _check_profile(state: PluginState) -> None:
+    """The evaluation profile (``--profile``, or a manifest's ``skill.profile``) is a registered one; checked
+    at collection, once every conftest that may register its own has been imported."""
+    profile = state.use(lambda: state.session.resolved.profile)
+    if profile is None:
+        return
+    from scaffold.rubrics.profiles import known_profiles
+
+    if profile not in known_profiles():
+        options = state.session.options
+        where = f"--profile={profile}" if options.profile else f"{options.manifest}: skill.profile {profile!r}"
+        raise pytest.UsageError(f"{where}: unknown evaluation profile; known profiles: {', '.join(known_profiles())}")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest (INTERRUPTED) and the reporter have set the status
@@ -536,10 +564,12 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
         raise state.usage_error
     session = state.session
     state.use(session.agent)  # unknown agents and missing credentials fail here, before any workspace exists
+    _check_profile(state)  # so does an unknown evaluation profile
+    state.use(session.image_aliases)  # and image aliases that are not REF=LOCAL
     state.use(session.gates)  # so do bad --gate expressions
     state.use(session.outputs)  # and report configurations
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
-    state.use(session.judge)  # and judge settings that are not an agent id or an http(s) URL
+    state.use(session.judge_run)  # and a judge that is malformed, cannot judge or has no CLI installed
     limits(config)  # and negative --max-trials / --max-cost
     if getattr(config, "workerinput", None) is not None:  # a worker: SIGTERM from its controller, as Ctrl-C
         install(config, controller=False)

@@ -41,7 +41,7 @@ import pytest
 
 from pytest_comet.state import plugin_state
 from pytest_comet.terminate import terminated
-from scaffold.errors import CometError, MixedError
+from scaffold.errors import CometError, DiskFullError, MixedError
 
 if TYPE_CHECKING:
     from scaffold.reports.gates import GateResult
@@ -142,6 +142,13 @@ class Reporter:
             return
         try:
             self._conclude(session, state)
+        except DiskFullError as exc:  # the reports, a section of them or the quality gates' file
+            from scaffold.reports.write import disk_full_message
+
+            root = state.session.experiment().root
+            self.report_error = f"{disk_full_message(exc, [root])}, then run: comet report {root}"
+            if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # no report, no verdict: not a pass
         finally:  # what was concluded, also when reporting failed: comet eval and the tracing suites read it
             self.config.hook.pytest_comet_session_outcome(config=self.config, outcome=self.outcome())
 
@@ -192,6 +199,8 @@ class Reporter:
             if ran:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             return
+        except DiskFullError:
+            raise  # said with what is kept, above
         except CometError as exc:
             # Reports are not worth a traceback that hides the test results; say why they are missing.
             self.report_error = str(exc)

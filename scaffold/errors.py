@@ -157,6 +157,23 @@ class ReportError(CometError, ValueError):
     """Reports cannot be made: no records, shards that must not be merged, or a bad report setting."""
 
 
+class DiskFullError(CometError, OSError):
+    """A file of state could not be written: its file system is full (or the user's disk quota is used).
+    Also an OSError, so that code which already survives a failed write survives this one."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.written: tuple[Path, ...] = ()
+        """The files of the same batch written before this one (a writer of several fills it in)."""
+        super().__init__(
+            f"no space left to write {path} ({reason}): the disk holding {path.parent} is full; "
+            "that file was not written (an earlier version of it is unchanged)"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class MixedError(ReportError):
     """Treatments that differ in more than the treatment (agent, model, ...): pairing them would credit the
     treatment with that difference. Raised unless mixed comparisons are allowed (``--allow-mixed``)."""
@@ -194,6 +211,7 @@ class ExitStatus(enum.IntEnum):
     NOT_COMPARABLE = 4
     UNREADABLE = 5
     REPORTING = 6
+    DISK_FULL = 7
     INTERRUPTED = 130
     BROKEN_PIPE = 141
     TERMINATED = 143
@@ -214,6 +232,8 @@ EXIT_MEANINGS: Final[Mapping[ExitStatus, str]] = {
     "not be read: the reports are written from the others and list them",
     ExitStatus.REPORTING: "--suite langsmith|langfuse: the trials and local reports are complete and every "
     "gate passed, but reporting to the service failed (comet report --suite NAME DIR uploads again)",
+    ExitStatus.DISK_FULL: "comet report: a disk was full: the message names the file not written and the "
+    "disk; the trial records are untouched (run the command again once there is space)",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitStatus.BROKEN_PIPE: "the reader of the output went away (comet report ... | head -1); the reports "
     "are written all the same",

@@ -52,11 +52,11 @@ from scaffold.catalog.treatments import (
     load_treatments,
     parse_skill_bases,
 )
-from scaffold.errors import Problem, SelectionError
+from scaffold.errors import AgentError, Problem, SelectionError
 from scaffold.experiment import Experiment, new_experiment_id
 from scaffold.experiment.cases import Broken, Case, parse_list, select_cases, unshown_problems
 from scaffold.judge.config import judge_enabled, resolve_judge
-from scaffold.judge.transport import JudgeRun, declared_credentials
+from scaffold.judge.transport import JudgeRun, check_judge, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
 from scaffold.skill_eval.resolve import (
     DEFAULT_AGENT,
@@ -481,6 +481,8 @@ class HarnessSession:
             options = self.resolved
             agent = create_agent(options.agent, self._environ, model=options.model, base_url=options.base_url)
             require_program(agent, options.backend, self._environ)  # a missing CLI: a usage error, not N errors
+            if options.backend == "docker" and agent.network.on_this_machine and not self.pool():
+                _require_reachable(agent.network.endpoints)  # minutes of retries per trial, else
             self._agent = agent
         return self._agent
 
@@ -616,6 +618,8 @@ class HarnessSession:
             engines=engines,
             pool=pool,
             say=_say,
+            private=(self.experiment().root,),
+            confine=agent.install is not None,  # the oracle and nop run the task's own solution, or nothing
         )
         return Runner(
             tasks,
@@ -649,16 +653,13 @@ class HarnessSession:
         return resolve_image_aliases(options.image_aliases, options.image_alias_file, self._environ)
 
     def judge_run(self) -> JudgeRun | None:
-        """The LLM judge of this session's trials, None when it is off. Only the subject's agent id is
-        inherited; its declared credentials are named so that the judge's process never sees them."""
-        config = resolve_judge(
-            dict(self.judge()),
-            self._environ,
-            subject_agent=self.resolved.agent,
-            samples=self.options.judge_samples,
-        )
+        """The LLM judge of this session's trials, None when it is off. It inherits nothing of the subject;
+        the subject's declared credentials are named so that the judge's process never sees them. An agent
+        that cannot judge, or a judge CLI that is not installed, fails here, before any trial."""
+        config = resolve_judge(dict(self.judge()), self._environ, samples=self.options.judge_samples)
         if config is None:
             return None
+        check_judge(config, self._environ)
         return JudgeRun(config, self._environ, declared_credentials(self.resolved.agent, self._environ))
 
     def sweep_crashed(self) -> None:
@@ -692,6 +693,27 @@ class HarnessSession:
         """Whether trials of *treatment* are observed, not tested: the baseline's, in a session without
         gates (their failures are reported as expected failures and do not fail the session)."""
         return treatment == self.options.baseline and not self.gates()
+
+
+def _require_reachable(endpoints: Sequence[str]) -> None:
+    """AgentError when the containers of this machine's Docker engine cannot reach a model endpoint on
+    this machine's loopback (scaffold.workspaces.docker.reach); an engine elsewhere is not asked here."""
+    from scaffold.workspaces.docker.engine import connect
+    from scaffold.workspaces.engines import default_engine
+
+    engine = default_engine(os.environ)
+    if not engine.local:
+        return
+    from scaffold.workspaces.docker.reach import loopback_problem
+
+    client = connect(engine)
+    try:
+        for endpoint in endpoints:
+            problem = loopback_problem(endpoint, client)
+            if problem is not None:
+                raise AgentError(f"--backend docker: {problem}")
+    finally:
+        client.close()
 
 
 def _say(message: str) -> None:

@@ -38,6 +38,18 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
+def unconfined(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The local backend's agents run unconfined, as where bubblewrap is missing: for the tests of what
+    finds the processes an agent's command leaves (confined, they end with the command)."""
+    from scaffold.workspaces.confine import probe
+
+    monkeypatch.setenv("COMET_LOCAL_CONFINE", "0")
+    probe.cache_clear()
+    yield
+    probe.cache_clear()
+
+
+@pytest.fixture
 def suite(pytester: pytest.Pytester) -> TaskFactory:
     """A pytester project laid out like the repository: local/tasks, local/treatments, local/tests."""
     factory = TaskFactory(pytester.path / "local")

@@ -23,9 +23,35 @@ from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import AgentNetwork, InstallSpec, Workspace, endpoint_of
 from scaffold.workspaces.owners import OwnedFolders, state_root
 
-__all__ = ["CliAgent", "CliAgentSpec", "Invocation"]
+__all__ = ["CliAgent", "CliAgentSpec", "Invocation", "version_in", "version_output"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_VERSION_NUMBER = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+")
+"""A dotted version number (``2.1.112``, ``v0.3``) standing on its own, not inside a longer word."""
+_VERSION_CHARS = 120
+"""Characters a version line may have: a CLI's version is a short line, its stream's lines are long."""
+
+
+def version_output(path: Path, limit: int = 400) -> str:
+    """The first *limit* bytes of a ``--version`` run's output file, as text ("" when unreadable): its
+    head, where the version is, not the tail a long output would give."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(limit).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def version_in(output: str) -> str | None:
+    """The version in what ``PROGRAM --version`` printed: its first non-empty line when that looks like a
+    version (short, with a dotted number such as ``2.1.112``, not JSON or markup); None otherwise.
+
+    A CLI without ``--version`` may take it for a prompt and print its JSON stream, or print an error:
+    neither is a version, and the reports say ``unknown`` instead of showing a piece of it."""
+    line = next((text.strip() for text in output.splitlines() if text.strip()), "")
+    if not line or len(line) > _VERSION_CHARS or line[0] in '{["<':
+        return None
+    return line if _VERSION_NUMBER.search(line) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +200,8 @@ class CliAgent:
                 stdout_path=out,
                 stderr_path=log_dir / "agent.version.stderr.log",
             )
-            text = result.stdout(400).strip()
-            self._version = text.splitlines()[0] if result.exit_code == 0 and text else ""
+            found = version_in(version_output(out)) if result.exit_code == 0 else None
+            self._version = found or ""
         return self._version or None
 
     def _program(self, workspace: Workspace) -> str:

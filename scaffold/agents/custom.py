@@ -97,11 +97,19 @@ def load_adapters(env: Mapping[str, str], *, reserved: tuple[str, ...] = ()) -> 
     real_root = root.resolve()
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         file = folder / "adapter.yaml"
-        if not folder.resolve().is_relative_to(real_root) or (
-            file.is_symlink() and not file.resolve().is_relative_to(real_root)
-        ):
+        if not folder.resolve().is_relative_to(real_root):
             problems.append(
                 Problem(folder, "adapter folder points outside the adapters registry", value=str(folder.resolve()))
+            )
+            continue
+        if file.is_symlink() and not file.resolve().is_relative_to(real_root):
+            # The file is the symlink, not its folder: name it, and where it leads.
+            problems.append(
+                Problem(
+                    file,
+                    f"symlink to a file outside the adapters registry {root}: copy the file into {folder} instead",
+                    value=str(file.resolve()),
+                )
             )
             continue
         if not file.is_file():

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from scaffold.agents.base import Agent
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, CODEBUDDY_VERSION, builtin_spec
-from scaffold.agents.cli import CliAgentSpec
+from scaffold.agents.cli import CliAgentSpec, version_in, version_output
 from scaffold.agents.credentials import eval_home, load_environment
 from scaffold.agents.custom import load_adapters
 from scaffold.agents.locate import Lookup, default_prefix, installed_npm_version, locate, prefix_bin_dirs
@@ -199,7 +199,8 @@ def _source(name: str, process: Mapping[str, str], from_file: Mapping[str, str],
 
 
 def _version(program: Path, argv: Sequence[str]) -> str | None:
-    """The first line ``PROGRAM --version`` prints, within a short time limit; None when it says nothing."""
+    """The version ``PROGRAM --version`` prints, within a short time limit; None when it says nothing that
+    looks like a version (scaffold.agents.cli.version_in)."""
     with tempfile.TemporaryDirectory(prefix="comet-agent-version-") as tmp:
         folder = Path(tmp)
         # A private HOME: asking a CLI its version must not touch the user's settings.
@@ -210,9 +211,7 @@ def _version(program: Path, argv: Sequence[str]) -> str | None:
         )
         if result.timed_out:
             return f"(no answer to {' '.join(argv)} within {VERSION_TIMEOUT_S:g} s)"
-        text = result.stdout(400).strip()
-        line = text.splitlines()[0].strip() if text else ""
-        return line if result.exit_code == 0 and line else None
+        return version_in(version_output(out)) if result.exit_code == 0 else None
 
 
 # --- comet agents install ---------------------------------------------------------------------------

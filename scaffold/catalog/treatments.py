@@ -24,6 +24,7 @@ from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from, y
 __all__ = [
     "CONTROL",
     "DYNAMIC_SKILL",
+    "SKILL_NAME_RULE",
     "TASK_SKILLS",
     "TASK_SKILLS_PLACEHOLDER",
     "SkillRef",
@@ -32,6 +33,7 @@ __all__ = [
     "dynamic_treatment",
     "load_treatments",
     "parse_skill_bases",
+    "skill_name_problem",
     "task_treatment",
 ]
 
@@ -289,9 +291,18 @@ def _resolve_skill(item: _SkillEntry, file: Path, root: Path, bases: Mapping[str
     return (None, problem) if problem else (SkillRef(name, folder, item.variant), "")
 
 
+SKILL_NAME_RULE = "must start with a letter or digit and use only letters, digits, '.', '_' and '-' (at most 100)"
+"""What SKILL_NAME allows, as a message says it."""
+
+
+def skill_name_problem(name: str) -> str | None:
+    """Why *name* cannot name an installed skill (it becomes a folder of the workspace), None when it can."""
+    return None if SKILL_NAME.match(name) else f"skill name {name!r} {SKILL_NAME_RULE}"
+
+
 def _skill_problem(folder: Path, name: str) -> str:
-    if not SKILL_NAME.match(name):
-        return f"skill name {name!r} must use only letters, digits, '.', '_' and '-'"
+    if problem := skill_name_problem(name):
+        return problem
     if not folder.is_dir():
         return f"skill folder {folder} does not exist"
     if not (folder / "SKILL.md").is_file():

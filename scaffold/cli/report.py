@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from scaffold.errors import ExitStatus, exit_status_help
+from scaffold.errors import DiskFullError, ExitStatus, exit_status_help
 
 __all__ = ["REPORT_STATUSES", "Retained", "add_commands"]
 
@@ -20,6 +20,7 @@ REPORT_STATUSES = (
     ExitStatus.NOT_COMPARABLE,
     ExitStatus.UNREADABLE,
     ExitStatus.REPORTING,
+    ExitStatus.DISK_FULL,
     ExitStatus.BROKEN_PIPE,
 )
 """The statuses ``comet report`` ends with (scaffold.errors.ExitStatus)."""
@@ -83,6 +84,16 @@ def add_commands(commands: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from scaffold.reports.write import disk_full_message
+
+    try:
+        return _report_or_fail(args)
+    except DiskFullError as exc:
+        print(f"comet report: {disk_full_message(exc, args.dirs)} and run the command again", file=sys.stderr)
+        return ExitStatus.DISK_FULL
+
+
+def _report_or_fail(args: argparse.Namespace) -> int:
     from scaffold.agents.credentials import load_environment
     from scaffold.errors import MixedError, ReportError
     from scaffold.reports.comparable import identity_line

@@ -18,12 +18,14 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Final, TextIO
 
-__all__ = ["CLEAR", "LiveLine", "terminal_stream", "trial_line"]
+__all__ = ["CLEAR", "LiveLine", "terminal_stream", "terminal_width", "trial_line"]
 
 CLEAR: Final = "\x1b[K"
 """Erase from the cursor to the end of the line (ANSI EL)."""
 MIN_WIDTH: Final = 20
 """Columns left on the current line below which the line is not drawn."""
+FALLBACK_WIDTH: Final = 100
+"""Columns assumed when neither $COLUMNS nor the terminal says."""
 
 
 def terminal_stream(out: TextIO) -> TextIO:
@@ -38,9 +40,28 @@ def terminal_stream(out: TextIO) -> TextIO:
     return io.TextIOWrapper(io.FileIO(fd, "w"), encoding="utf-8", errors="replace", write_through=True)
 
 
+def terminal_width(out: TextIO) -> int:
+    """The columns of *out*'s terminal: ``$COLUMNS`` when set to a number (as shutil.get_terminal_size
+    honours it), else the size the terminal behind *out*'s own descriptor reports, else the process's
+    terminal by shutil.get_terminal_size (``FALLBACK_WIDTH`` when none says).
+
+    Asked through *out*, not through the process's stdout: while a trial runs, pytest's capturing points
+    file descriptor 1 at a file, and shutil.get_terminal_size then falls back to 80 columns (pytest's
+    own writer) or its fallback, cutting the line well short of a wide terminal."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        width = os.get_terminal_size(out.fileno()).columns
+    except (OSError, ValueError):  # no descriptor (a test's fake terminal), or not a terminal
+        width = 0
+    return width if width > 0 else shutil.get_terminal_size((FALLBACK_WIDTH, 20)).columns
+
+
 def trial_line(done: int, total: int | None, case: str, properties: Mapping[str, object], elapsed_s: float) -> str:
-    """``[3/10] alpha-CONTROL-r1: passed  score 1.00  12 s``: a finished trial, from its test report's
-    user properties (verdict, weighted score, resumed; or the reason it was not run)."""
+    """``[3/10] alpha-CONTROL-r1: passed  score 1.00  12 s in trial``: a finished trial, from its test
+    report's user properties (verdict, weighted score, resumed; or the reason it was not run). The time
+    is the whole trial's as the session saw it, workspace setup to scoring (a record's ``duration_s``)."""
     shown = "?" if total is None else str(total)
     not_run = properties.get("comet_not_run")
     if not_run:
@@ -49,12 +70,14 @@ def trial_line(done: int, total: int | None, case: str, properties: Mapping[str,
     score = properties.get("comet_weighted_score")
     scored = f"  score {score:.2f}" if isinstance(score, float) else ""
     resumed = "  (from an earlier run)" if properties.get("comet_resumed") else ""
-    return f"[{done}/{shown}] {case}: {verdict}{scored}  {elapsed_s:.0f} s{resumed}"
+    return f"[{done}/{shown}] {case}: {verdict}{scored}  {elapsed_s:.0f} s in trial{resumed}"
 
 
 class LiveLine:
     """A line redrawn on the terminal *out* about every *interval_s*: *text* says what (empty: nothing
-    drawn); *column* is where the terminal's current line ends now (0 when the caller left none)."""
+    drawn); *column* is where the terminal's current line ends now (0 when the caller left none);
+    *width* is the terminal's width, by default :func:`terminal_width` of the stream the line is drawn
+    on (asked at every draw, so a resized window is followed)."""
 
     def __init__(
         self,
@@ -69,7 +92,7 @@ class LiveLine:
         self._out = out
         self._text = text
         self._column = column
-        self._width = width or (lambda: shutil.get_terminal_size((100, 20)).columns)
+        self._width = width or (lambda: terminal_width(self._out))
         self._interval = interval_s
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -15,6 +15,7 @@ same lock, one writer at a time.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -24,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from scaffold.errors import BusyError
+from scaffold.errors import BusyError, DiskFullError
 
 __all__ = ["OWNER_FILE", "Holding", "folder_locked", "hold"]
 
@@ -81,7 +82,13 @@ def hold(root: Path, token: str, *, what: str = "a session") -> Holding:
             "what": what,
         }
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        try:
+            os.pwrite(fd, (json.dumps(record) + "\n").encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFullError(root / OWNER_FILE, exc.strerror or "no space left on device") from exc
+            raise
         fcntl.flock(fd, fcntl.LOCK_SH)  # shared: the session's other processes join under the lock above
         return Holding(root, fd)
 

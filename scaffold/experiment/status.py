@@ -313,9 +313,11 @@ def _money(value: float | None) -> str:
 
 
 def _trial(running: Running) -> str:
+    # "in trial": the time since the trial started, workspace setup included; the reports' agent time
+    # and the transcript's turn times are parts of it, and say so.
     turn = f" t{running.turn}" if running.turn else ""
     stalled = " STALLED" if running.stalled else ""
-    return f"{running.case_id} {running.phase}{turn} {clock(running.elapsed_s)}{stalled}"
+    return f"{running.case_id} {running.phase}{turn} {clock(running.elapsed_s)} in trial{stalled}"
 
 
 def status_line(status: Status, *, shown: int = 3) -> str:
@@ -355,7 +357,8 @@ def status_view(status: Status) -> list[str]:
         conversation = f", conversation turn {r.conversation_turn}" if r.conversation_turn > 1 else ""
         stalled = f"; STALLED: no update for {clock(r.idle_s)}" if r.stalled else ""
         lines.append(
-            f"  {r.case_id}: {r.phase}, turn {r.turn}{conversation}, {clock(r.elapsed_s)} [{r.worker}]{cost}{stalled}"
+            f"  {r.case_id}: {r.phase}, turn {r.turn}{conversation}, {clock(r.elapsed_s)} in trial [{r.worker}]"
+            f"{cost}{stalled}"
         )
     if status.queued is not None:
         lines.append(f"queued: {status.queued}")

@@ -1,19 +1,23 @@
 """The judge's configuration: whether it runs, with which agent, model and API, and its credentials.
 
-Pure: everything comes from the session's judge settings and an environment mapping. The judge never
-inherits the subject's model, base URL or credentials: only the subject's agent id, as its default agent.
+Pure: everything comes from the session's judge settings and an environment mapping. The judge inherits
+nothing of the subject: not its model, base URL or credentials, and not its agent either (the oracle and
+nop agents run no model, and only Claude Code can be run as a judge: see :data:`JUDGE_AGENTS`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 __all__ = [
+    "DEFAULT_AGENT",
+    "JUDGE_AGENTS",
     "MODEL_REQUIRED",
     "JudgeConfig",
+    "agent_problem",
     "judge_enabled",
     "judge_environment",
     "messages_url",
@@ -22,6 +26,14 @@ __all__ = [
 ]
 
 MODEL_REQUIRED: Final = "BENCH_JUDGE_MODEL is required when BENCH_LLM_JUDGE=1"
+DEFAULT_AGENT: Final = "claude-code"
+"""The judge's agent when no setting names one, whatever the subject's (as ``comet eval`` chooses)."""
+JUDGE_AGENTS: Final = ("claude-code",)
+"""The agents that can judge. A judge reads text the evaluated agent wrote, so it must run with every tool
+off and show any tool call it was asked for. Claude Code's CLI does both (``--tools ""``, and a refused call
+stays in its stream-json output); Codex's cannot turn off all its tools (image viewing, web search, sub-agents
+stay) and reports a refused call on standard error only; Qoder, CodeBuddy and custom adapters are not
+known to do both."""
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 DEFAULT_TIMEOUT_S: Final = 120.0
 
@@ -65,16 +77,15 @@ def judge_enabled(settings: Mapping[str, str], environ: Mapping[str, str]) -> bo
     return bool(settings) or environ.get("BENCH_LLM_JUDGE", "").strip().lower() in _TRUE
 
 
-def resolve_judge(
-    settings: Mapping[str, str], environ: Mapping[str, str], *, subject_agent: str, samples: int = 1
-) -> JudgeConfig | None:
+def resolve_judge(settings: Mapping[str, str], environ: Mapping[str, str], *, samples: int = 1) -> JudgeConfig | None:
     """The judge of a session, None when it is off. *settings* are the session's resolved judge
     settings (agent, model, base_url: command line > manifest, already validated); the environment's
-    BENCH_JUDGE_* fill what they leave unset, so a plain pytest run with BENCH_LLM_JUDGE=1 works too."""
+    BENCH_JUDGE_* fill what they leave unset, so a plain pytest run with BENCH_LLM_JUDGE=1 works too.
+    The agent defaults to :data:`DEFAULT_AGENT`: with a base URL and a key that means the Messages API."""
     if not judge_enabled(settings, environ):
         return None
     return JudgeConfig(
-        agent=settings.get("agent") or environ.get("BENCH_JUDGE_AGENT") or subject_agent,
+        agent=settings.get("agent") or environ.get("BENCH_JUDGE_AGENT") or DEFAULT_AGENT,
         model=settings.get("model") or environ.get("BENCH_JUDGE_MODEL") or None,
         base_url=settings.get("base_url") or environ.get("BENCH_JUDGE_BASE_URL") or None,
         api_key=environ.get("BENCH_JUDGE_API_KEY") or None,
@@ -110,56 +121,33 @@ def scrub_environment(environ: Mapping[str, str], subject_secrets: Iterable[str]
     }
 
 
-def _native(config: JudgeConfig, custom_credentials: Sequence[str]) -> dict[str, str]:
-    key, token, url, model = config.api_key, config.auth_token, config.base_url, config.model
-    out: dict[str, str] = {}
-
-    def put(name: str, value: str | None) -> None:
-        if value:
-            out[name] = value
-
-    if config.agent == "claude-code":
-        # A token is sent as a bearer and wins over a key, as in the Messages transport.
-        put("ANTHROPIC_AUTH_TOKEN", token)
-        put("ANTHROPIC_API_KEY", None if token else key)
-        put("ANTHROPIC_BASE_URL", url)
-        put("ANTHROPIC_MODEL", model)
-    elif config.agent == "codex":
-        put("OPENAI_API_KEY", key or token)
-        put("CODEX_API_KEY", token)
-        put("OPENAI_BASE_URL", url)
-    elif config.agent == "qoder":
-        put("QODER_PERSONAL_ACCESS_TOKEN", token or key)
-    elif config.agent == "codebuddy":
-        put("CODEBUDDY_API_KEY", key)
-        put("CODEBUDDY_AUTH_TOKEN", token)
-        put("CODEBUDDY_BASE_URL", url)
-        put("CODEBUDDY_MODEL", model)
-    elif custom_credentials:
-        # Either judge variable suffices (the original required both for two credentials: a bug).
-        put(custom_credentials[0], key or token)
-        if len(custom_credentials) > 1:
-            put(custom_credentials[1], token or key)
-    return out
+def agent_problem(agent: str) -> str | None:
+    """Why *agent* cannot be the judge's agent (None: it can), as a usage error's message."""
+    if agent in JUDGE_AGENTS:
+        return None
+    return (
+        f"judge agent {agent!r}: only {' or '.join(JUDGE_AGENTS)} can judge. A judge reads what the evaluated "
+        "agent wrote, so it runs with every tool off, and only Claude Code's CLI can be started that way and "
+        "show a tool call it refused; use --judge-agent=claude-code (or leave the judge agent unset), and give "
+        "the judge its own API with BENCH_JUDGE_BASE_URL and BENCH_JUDGE_API_KEY or BENCH_JUDGE_AUTH_TOKEN"
+    )
 
 
 def judge_environment(
-    config: JudgeConfig,
-    environ: Mapping[str, str],
-    *,
-    subject_secrets: Iterable[str] = (),
-    custom_credentials: Sequence[str] = (),
-    model_env: Sequence[str] = (),
-    base_url_env: Sequence[str] = (),
+    config: JudgeConfig, environ: Mapping[str, str], *, subject_secrets: Iterable[str] = ()
 ) -> dict[str, str]:
-    """The judge process's environment: *environ* scrubbed, then the judge's credentials under the judge
-    agent's native names (§3 mapping; a custom adapter's first and second declared credential), its
-    model and base URL under the adapter's declared variables."""
+    """The judge process's environment: *environ* scrubbed, then the judge's credentials, base URL and
+    model under Claude Code's names (a token is sent as a bearer and wins over a key, as in the Messages
+    transport)."""
     env = scrub_environment(environ, subject_secrets)
     env["COMET_EVAL_AGENT_ROLE"] = "judge"
-    env.update(_native(config, custom_credentials))
-    if config.agent not in ("claude-code", "codex", "qoder", "codebuddy"):
-        for name, value in ((model_env, config.model), (base_url_env, config.base_url)):
-            if name and value:
-                env[name[0]] = value
+    token, key = config.auth_token, config.api_key
+    for name, value in (
+        ("ANTHROPIC_AUTH_TOKEN", token),
+        ("ANTHROPIC_API_KEY", None if token else key),
+        ("ANTHROPIC_BASE_URL", config.base_url),
+        ("ANTHROPIC_MODEL", config.model),
+    ):
+        if value:
+            env[name] = value
     return env

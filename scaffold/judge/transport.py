@@ -1,8 +1,12 @@
-"""How the judge is asked: the Anthropic Messages API directly, or the judge agent's CLI in a process
-of its own (scrubbed environment, own HOME, a temporary working folder, the prompt on standard input).
+"""How the judge is asked: the Anthropic Messages API directly, or Claude Code's CLI in a process of its
+own (scrubbed environment, own HOME, an empty scratch folder as its working folder, the prompt on standard
+input) with every tool off.
 
-Every failure is a JudgeFailure whose message becomes the record's reason; nothing here raises
-anything else for an unreachable API, a timeout or an answer without text.
+A judge grades text that the evaluated agent wrote, so it must not act: the CLI gets no tools, and an
+answer that asks for a tool anyway (a model told to by a planted file, or a gateway that adds tools) is a
+JudgeFailure, never a grade. Every failure is a JudgeFailure whose message becomes the record's reason;
+nothing here raises anything else for an unreachable API, a timeout or an answer without text.
+:func:`check_judge` is the session's check before any trial.
 """
 
 from __future__ import annotations
@@ -19,18 +23,30 @@ from typing import Final
 
 from scaffold import __version__
 from scaffold.agents.builtin import BUILTIN_CLI_AGENTS, builtin_spec
-from scaffold.agents.cli import CliAgentSpec, Invocation
+from scaffold.agents.cli import CliAgentSpec
 from scaffold.agents.custom import load_adapters
 from scaffold.agents.locate import locate
+from scaffold.errors import AgentError, SelectionError
 from scaffold.judge import JudgeAnswer, JudgeFailure, JudgeRequest, judge_trial
-from scaffold.judge.config import JudgeConfig, judge_environment, messages_url
+from scaffold.judge.config import JudgeConfig, agent_problem, judge_environment, messages_url
+from scaffold.judge.prompts import JUDGE_SYSTEM
 from scaffold.records import JudgeInfo
 from scaffold.rubrics import Dimension
 from scaffold.util.run_process import run_captured
 
-__all__ = ["JudgeRun", "ask", "declared_credentials"]
+__all__ = ["JudgeRun", "ask", "check_judge", "declared_credentials"]
 
 MAX_TOKENS: Final = 2048
+# Claude Code's flags that leave its judge nothing to act with (checked against Claude Code 2.1.112).
+_NO_TOOLS: Final = (
+    "--tools",
+    "",  # no built-in tool: no Bash, Read, Write, WebFetch, Task...
+    "--strict-mcp-config",  # no MCP server from any settings file (and none is given)
+    "--disable-slash-commands",  # no skills
+    "--permission-mode",
+    "dontAsk",  # whatever is left is denied, never bypassed (no --dangerously-skip-permissions)
+    "--no-session-persistence",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +73,35 @@ def declared_credentials(agent: str, environ: Mapping[str, str]) -> tuple[str, .
         return ()
 
 
+def check_judge(config: JudgeConfig, environ: Mapping[str, str]) -> None:
+    """Refuse, before any trial, a judge that could only fail every trial: an agent that cannot judge
+    (SelectionError), or a judge that will run Claude Code's CLI when its program is not installed
+    (AgentError naming the program, where it was looked for and how to install it or point at it)."""
+    problem = agent_problem(config.agent)
+    if problem is not None:
+        raise SelectionError(problem)
+    if config.skip_reason is not None or config.transport == "http":
+        return  # no CLI will run: skipped for want of a model, or the Messages API directly
+    spec = builtin_spec(config.agent, environ)
+    lookup = locate(spec.install.executable, environ)
+    if lookup.found is None:
+        raise AgentError(
+            f"the LLM judge runs {config.agent}'s CLI, and its program {spec.install.executable!r} is not "
+            f"installed; looked in {'; '.join(lookup.looked)}. Install it with `comet agents install "
+            f"{config.agent}`, set $COMET_AGENT_BIN_DIR to the folder that holds it, or give the judge its own API "
+            "(BENCH_JUDGE_BASE_URL with BENCH_JUDGE_API_KEY or BENCH_JUDGE_AUTH_TOKEN) to call the Messages API "
+            "without a CLI"
+        )
+
+
+def _argv(model: str | None) -> list[str]:
+    """Claude Code's command line for one judge answer, the prompt on standard input (it can be tens of
+    kilobytes): print mode, stream-json (where a tool call shows, refused or not), no tools."""
+    out = ["-p", "", "--output-format", "stream-json", "--verbose", *_NO_TOOLS]
+    out += ["--append-system-prompt", JUDGE_SYSTEM]
+    return [*out, "--model", model] if model else out
+
+
 def ask(
     config: JudgeConfig, prompt: str, environ: Mapping[str, str], subject_secrets: Sequence[str] = ()
 ) -> JudgeAnswer:
@@ -78,7 +123,12 @@ def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
         headers["authorization"] = f"Bearer {config.auth_token}"
     elif config.api_key:
         headers["x-api-key"] = config.api_key
-    body = {"model": config.model, "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": prompt}]}
+    body = {
+        "model": config.model,
+        "max_tokens": MAX_TOKENS,
+        "system": JUDGE_SYSTEM,
+        "messages": [{"role": "user", "content": prompt}],
+    }
     status, raw = _post(messages_url(config.base_url), json.dumps(body).encode("utf-8"), headers, config.timeout_s)
     if not 200 <= status < 300:
         raise JudgeFailure(f"HTTP {status} {raw[:400].decode('utf-8', errors='replace')[:200]}")
@@ -89,7 +139,10 @@ def _http(config: JudgeConfig, prompt: str) -> JudgeAnswer:
     if not isinstance(data, dict):
         data = {}  # JSON, but no Messages answer: no text, which the judge reports as unparseable
     content = data.get("content")
-    text = "".join(str(b.get("text", "")) for b in content or () if isinstance(b, dict) and b.get("type") == "text")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    # No tools were offered: a tool call here comes from a model or gateway that ignores that.
+    _refuse_tools(_tool_names(blocks))
+    text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     usage = data["usage"] if isinstance(data.get("usage"), dict) else {}
     return JudgeAnswer(
         text,
@@ -153,45 +206,42 @@ def _spec(agent: str, environ: Mapping[str, str]) -> CliAgentSpec:
         return builtin_spec(agent, environ)
     specs = load_adapters(environ, reserved=BUILTIN_CLI_AGENTS).specs
     if agent not in specs:
-        raise JudgeFailure(f"judge agent {agent!r}: not a CLI agent (built-in or a registered adapter)")
+        raise JudgeFailure(f"agent {agent!r}: not a CLI agent (built-in or a registered adapter)")
     return specs[agent]
 
 
 def _cli(config: JudgeConfig, prompt: str, environ: Mapping[str, str], subject_secrets: Sequence[str]) -> JudgeAnswer:
-    spec = _spec(config.agent, environ)
+    problem = agent_problem(config.agent)
+    if problem is not None:  # the session refuses it before any trial; a judge built by hand is refused here
+        raise JudgeFailure(problem)
+    spec = builtin_spec(config.agent, environ)
     program = locate(spec.install.executable, environ).found
     if program is None:
         raise JudgeFailure(f"judge agent {config.agent}: {spec.install.executable} not found")
-    custom = spec.credentials.secrets if config.agent not in BUILTIN_CLI_AGENTS else ()
+    # An empty scratch folder, neither the workspace nor the experiment: nothing to read there either.
     with tempfile.TemporaryDirectory(prefix="comet-judge-") as tmp:
         home, cwd = Path(tmp) / "home", Path(tmp) / "work"
         home.mkdir()
         cwd.mkdir()
-        env = judge_environment(
-            config,
-            environ,
-            subject_secrets=subject_secrets,
-            custom_credentials=custom,
-            model_env=spec.model_env,
-            base_url_env=spec.base_url_env,
-        )
+        env = judge_environment(config, environ, subject_secrets=subject_secrets)
         env.update(spec.fixed_env)
+        # IS_SANDBOX only lets the subject's permission bypass run as root; the judge never bypasses.
+        env.pop("IS_SANDBOX", None)
+        # Its own HOME holds no settings (hooks, MCP servers, allow rules): a config folder elsewhere would.
+        env.pop("CLAUDE_CONFIG_DIR", None)
         env.update(spec.home_env(str(home)))
-        # The prompt goes on standard input (it can be tens of kilobytes): Claude-like CLIs read it
-        # with an empty -p prompt, Codex with "-".
-        stdin_marker = "-" if config.agent == "codex" else ""
-        base_url = config.base_url
-        if config.agent == "codex" and base_url and not base_url.rstrip("/").endswith("/v1"):
-            base_url = base_url.rstrip("/") + "/v1"  # Codex's providers name the API root, /v1 included
-        argv = spec.argv(Invocation(stdin_marker, config.model, None, str(home), str(cwd), base_url))
         try:
-            done = run_captured([str(program), *argv], input=prompt, env=env, cwd=cwd, timeout=config.timeout_s)
+            done = run_captured(
+                [str(program), *_argv(config.model)], input=prompt, env=env, cwd=cwd, timeout=config.timeout_s
+            )
         except OSError as exc:
             raise JudgeFailure(f"judge agent {config.agent} did not start: {exc.strerror}") from None
         if done.timed_out:
             raise JudgeFailure(f"timeout after {config.timeout_s:g} s")
-    trajectory = spec.parse(done.stdout.splitlines())
-    text = trajectory.final_text or _last_text(done.stdout)
+    lines = done.stdout.splitlines()
+    _refuse_tools(_stream_tool_names(lines))
+    trajectory = spec.parse(lines)
+    text = trajectory.final_text
     if not text and done.exit_code:
         raise JudgeFailure(f"judge agent {config.agent} exited with {done.exit_code}")
     tokens = trajectory.tokens
@@ -204,16 +254,37 @@ def _cli(config: JudgeConfig, prompt: str, environ: Mapping[str, str], subject_s
     )
 
 
-def _last_text(stdout: str) -> str:
-    """The last ``result``/``response``/``text`` string of a JSON-lines output (a custom adapter's)."""
-    found = ""
-    for line in stdout.splitlines():
+def _refuse_tools(names: Sequence[str]) -> None:
+    if names:
+        raise JudgeFailure(
+            f"the judge tried to use tools ({', '.join(dict.fromkeys(names))}): a judge only grades, so its "
+            "answer is not used "
+            "(the workspace it read may hold instructions planted for it)"
+        )
+
+
+def _tool_names(blocks: Sequence[Mapping[str, object]]) -> list[str]:
+    """The tools that content *blocks* call: ``tool_use``, and the API's ``server_tool_use`` and
+    ``mcp_tool_use``."""
+    return [str(b.get("name") or "?") for b in blocks if str(b.get("type", "")).endswith("tool_use")]
+
+
+def _stream_tool_names(lines: Sequence[str]) -> list[str]:
+    """Every tool Claude Code's stream-json output shows the model calling (refused or not, sub-agents
+    too) and every permission it denied, in order, each once."""
+    names: list[str] = []
+    for line in lines:
         try:
             event = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict):
-            for key in ("result", "response", "text"):
-                if isinstance(event.get(key), str):
-                    found = event[key]
-    return found
+        if not isinstance(event, dict):
+            continue
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if event.get("type") == "assistant" and isinstance(content, list):
+            names += _tool_names([b for b in content if isinstance(b, dict)])
+        denials = event.get("permission_denials") if event.get("type") == "result" else None
+        if isinstance(denials, list):
+            names += [str(d.get("tool_name") or "?") for d in denials if isinstance(d, dict)]
+    return list(dict.fromkeys(names))

@@ -31,7 +31,7 @@ from pydantic import Field, ValidationError
 
 from scaffold.errors import LoadError, Problem
 from scaffold.util.hashing import canonical_json
-from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from
+from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
 
 __all__ = [
     "Answer",
@@ -149,6 +149,8 @@ def load_script(path: Path | str) -> Script:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise ScriptError([Problem(file, f"cannot read script: {exc.strerror or exc}")]) from exc
+    except UnicodeDecodeError as exc:  # a binary file: named, not a traceback
+        raise ScriptError([yaml_problem(file, exc)]) from None
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:

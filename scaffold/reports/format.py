@@ -16,14 +16,17 @@ import math
 from collections.abc import Callable
 from typing import Final
 
-from scaffold.stats import Estimate
+from scaffold.stats import Estimate, PairedComparison
 
 __all__ = [
     "NA",
+    "UNIT",
     "interval",
     "known",
     "money",
+    "no_spread",
     "number",
+    "paired_difference",
     "percent",
     "short_number",
     "signed_percent",
@@ -31,6 +34,8 @@ __all__ = [
 ]
 
 NA: Final = "N/A"
+_SAME: Final = 1e-12
+"""Differences (and interval widths) at or below this are floating-point noise: the same value."""
 
 
 def known(value: float | None) -> float | None:
@@ -76,11 +81,43 @@ def short_number(value: float | None) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
 
 
-def interval(est: Estimate, show: Callable[[float | None], str]) -> str:
+UNIT: Final = (0.0, 1.0)
+"""The scale of pass rates, pass@k and weighted scores."""
+
+
+def interval(est: Estimate, show: Callable[[float | None], str], scale: tuple[float, float] | None = None) -> str:
     """``mean [low, high]`` of a mean over tasks, each part by *show*; the mean alone without an interval
-    (below two tasks), N/A without a mean."""
+    (below two tasks), N/A without a mean. The interval ends are held to *scale* (None: no scale): a mean
+    of values on a scale cannot leave it, and an end beyond it (``0.96 [0.49, 1.44]``) would claim so."""
     if known(est.mean) is None:
         return NA
-    if known(est.low) is None or known(est.high) is None:
+    low, high = known(est.low), known(est.high)
+    if low is None or high is None:
         return show(est.mean)
-    return f"{show(est.mean)} [{show(est.low)}, {show(est.high)}]"
+    if scale is not None:
+        low, high = max(low, scale[0]), min(high, scale[1])
+    return f"{show(est.mean)} [{show(low)}, {show(high)}]"
+
+
+def paired_difference(c: PairedComparison, show: Callable[[float | None], str]) -> str:
+    """A mean paired difference over tasks with its interval, ``+0.050 [-0.010, +0.110]``, each number by
+    *show*.
+
+    When every paired difference is the same there is no spread, and the t interval is a point
+    (``+0.000 [+0.000, +0.000]``) that would read as certainty from any number of tasks: that is said in
+    words instead, ``no difference on any of the 4 paired tasks (no spread, so no interval)``, or
+    ``+0.100 on each of the 4 paired tasks (...)``. Pass rates never get here: their interval is held to
+    the trials' binomial noise (scaffold.stats.paired), which the headline verdict shows."""
+    if no_spread(c):
+        tasks = f"{c.n} paired task{'' if c.n == 1 else 's'}"
+        if abs(c.mean_difference) <= _SAME:
+            return f"no difference on any of the {tasks} (no spread, so no interval)"
+        return f"{show(c.mean_difference)} on each of the {tasks} (no spread, so no interval)"
+    return f"{show(c.mean_difference)} [{show(c.low)}, {show(c.high)}]"
+
+
+def no_spread(c: PairedComparison) -> bool:
+    """Whether *c*'s interval is a point: every paired difference was the same, and nothing (a pass rate's
+    binomial floor) widened it."""
+    low, high = known(c.low), known(c.high)
+    return low is not None and high is not None and high - low <= _SAME

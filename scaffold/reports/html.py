@@ -36,12 +36,22 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from scaffold.experiment import TRANSCRIPT_FILE
 from scaffold.records import STREAM_PREFIX
+from scaffold.reports.format import (
+    UNIT,
+    known,
+    money,
+    no_spread,
+    number,
+    paired_difference,
+    percent,
+    short_number,
+    signed_points,
+)
 from scaffold.reports.format import interval as interval_of
-from scaffold.reports.format import known, money, number, percent, short_number, signed_points
 from scaffold.reports.jinja import bytecode_cache
 from scaffold.reports.model import (
     JUDGE_REASONS,
@@ -86,8 +96,18 @@ def num(value: float | None, spec: str = ".3f") -> str:
 
 
 def interval(est: Estimate, fmt: str = "pct") -> str:
-    """ "62% [55%, 70%]", "62%" without an interval, "N/A" without a value."""
-    return interval_of(est, percent if fmt == "pct" else num)
+    """ "62% [55%, 70%]", "62%" without an interval, "N/A" without a value: a pass rate (or a weighted
+    score, *fmt* "num"), so the interval is held to [0, 1]."""
+    return interval_of(est, percent if fmt == "pct" else num, UNIT)
+
+
+_SEPARATORS = re.compile(r"([_\-./:])")
+
+
+def breakable(name: str) -> Markup:
+    """*name* escaped, with a line-break opportunity (``<wbr>``) after each separator (``_ - . / :``): a
+    long treatment name wraps at its parts instead of being cut."""
+    return Markup("<wbr>").join(escape(part) for part in _SEPARATORS.sub("\\1\0", clean(name)).split("\0"))
 
 
 def bin_of(rate: float | None) -> str:
@@ -168,7 +188,7 @@ def _comparison(c: PairedComparison | Insufficient | None, fmt: str = "pct") -> 
     if isinstance(c, Insufficient):
         return "insufficient data"
     show = signed_points if fmt == "pct" else (lambda v: num(v, "+.3f"))
-    return f"{show(c.mean_difference)} [{show(c.low)}, {show(c.high)}]"
+    return paired_difference(c, show)
 
 
 def _verdict_row(v: TreatmentVerdict) -> VerdictRow:
@@ -218,6 +238,9 @@ def _quality(v: TreatmentVerdict) -> str:
 
 def _difference_row(label: str, c: PairedComparison | Insufficient | None) -> Row:
     if isinstance(c, PairedComparison):
+        if no_spread(c):
+            # Every paired difference the same: a point "interval" would claim certainty (format.paired_difference).
+            return Row(label, c.mean_difference, note=f"n={c.n}, the same on every task: no spread, no interval")
         return Row(label, c.mean_difference, c.low, c.high, note=f"n={c.n}")
     return Row(label, None, note="insufficient data" if isinstance(c, Insufficient) else "")
 
@@ -439,7 +462,9 @@ _ENV = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENV.filters.update(pct=percent, num=num, money=money, interval=interval, clean=clean, signed_pct=signed_points)
+_ENV.filters.update(
+    pct=percent, num=num, money=money, interval=interval, clean=clean, signed_pct=signed_points, breakable=breakable
+)
 _ENV.globals.update(comparison=_comparison, bin_of=bin_of)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from scaffold.reports.format import interval, number, percent, signed_percent
+from scaffold.reports.format import UNIT, interval, number, paired_difference, percent, signed_percent
 from scaffold.reports.jinja import bytecode_cache
 from scaffold.stats import Estimate, Insufficient, PairedComparison
 
@@ -15,8 +15,9 @@ __all__ = ["ENV", "cell_text", "render"]
 
 
 def estimate(value: Estimate, as_pct: bool = True) -> str:
-    """mean [low, high] of a mean over tasks; the interval is left out below two tasks."""
-    return interval(value, (lambda v: percent(v, 1)) if as_pct else (lambda v: number(v, ".3f")))
+    """mean [low, high] of a mean over tasks (pass rates, pass@k: held to [0, 1]); the interval is left out
+    below two tasks."""
+    return interval(value, (lambda v: percent(v, 1)) if as_pct else (lambda v: number(v, ".3f")), UNIT)
 
 
 def difference(value: PairedComparison | Insufficient | None, as_pct: bool = True) -> str:
@@ -26,11 +27,10 @@ def difference(value: PairedComparison | Insufficient | None, as_pct: bool = Tru
     if isinstance(value, Insufficient):
         return f"insufficient ({value.n} paired task(s), {value.needed} needed)"
 
-    def show(v: float) -> str:
+    def show(v: float | None) -> str:
         return signed_percent(v, 1) if as_pct else number(v, "+.3f")
 
-    p = number(value.p_value, ".3g")
-    return f"{show(value.mean_difference)} [{show(value.low)}, {show(value.high)}], p = {p}"
+    return f"{paired_difference(value, show)}, p = {number(value.p_value, '.3g')}"
 
 
 def cell_text(text: Any, limit: int = 200) -> str:

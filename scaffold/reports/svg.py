@@ -43,7 +43,12 @@ TEXT = "#222222"
 FONT = 12
 ROW = 22
 LABEL_CHARS = 28
-CHAR_W = 7.4  # a wide 12 px sans-serif glyph (capitals): label columns sized without measuring fonts
+CHAR_W = 8.4
+"""A wide 12 px sans-serif glyph (capitals): label columns sized without measuring fonts. DejaVu Sans,
+Chromium's sans-serif on Debian, draws capitals 8.3 px wide on average ("DYNAMIC_SKILL_WITH_EXAMPLES…",
+28 characters, is 215 px); 7.4 px let such a name run out of the chart on the left."""
+POINT_LABEL_CHARS = 20
+"""Characters of a scatter point's label; the scatter's right margin holds that many."""
 
 Format = Callable[[float], str]
 
@@ -212,6 +217,13 @@ def _row_text(row: Row, fmt: Format) -> str:
     return f"{text} {row.note}" if row.note else text
 
 
+def _point_label(x: float, y: float, label: str) -> str:
+    """A scatter point's label, up and to the right of it; below it when it would run above the chart's
+    top (the best treatment sits at 100%, and its label was cut off). The right margin holds the longest
+    label shown, ``POINT_LABEL_CHARS`` of ``CHAR_W``."""
+    return _text(x + 8, y + 6 + FONT if y - 6 - FONT < 0 else y - 6, label)
+
+
 @dataclass(frozen=True, slots=True)
 class Point:
     """One item of a scatter: x and y with an optional interval on y; None or NaN means unknown."""
@@ -244,7 +256,7 @@ def scatter_chart(
     missing: list[Point] = []
     for p in points:
         (placed if known(p.x) is not None and known(p.y) is not None else missing).append(p)
-    left, right, top = 56.0, width - 160.0, 12.0
+    left, right, top = 56.0, width - (POINT_LABEL_CHARS * CHAR_W + 16), 12.0
     bottom = height - 44.0 - (ROW if missing else 0)
     x_max = nice_ceiling(max([known(p.x) or 0.0 for p in placed], default=0.0))
     xs = _Scale((0.0, x_max), left, right)
@@ -285,9 +297,9 @@ def scatter_chart(
                 'fill="none"/>'
             )
         body.append(f'<circle class="mark" cx="{_n(x)}" cy="{_n(y)}" r="5" fill="{MARK}"/>')
-        body.append(_text(x + 8, y - 6, short(p.label, 20)) + "</g>")
+        body.append(_point_label(x, y, short(p.label, POINT_LABEL_CHARS)) + "</g>")
     if missing:
-        names = ", ".join(short(p.label, 20) for p in missing)
+        names = ", ".join(short(p.label, POINT_LABEL_CHARS) for p in missing)
         body.append(_text(left, height - 8, f"not plotted (no {x_label} or {y_label}): {names}", size=FONT - 1))
         described.extend(f"{p.label}: not plotted" for p in missing)
     return _frame(ident, title, "; ".join(described) or "no data", width, height, body)

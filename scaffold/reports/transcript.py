@@ -233,7 +233,8 @@ def _render(folder: TrialFolder, budgets: _Budgets) -> str:
     record = folder.record
     return _ENV.get_template("transcript.html.j2").render(
         title=budgets["header"].short(f"{record.task} · {record.treatment} · trial {record.trial}"),
-        header=_header(record, budgets["header"]),
+        header=_header(folder, budgets["header"]),
+        verdict_note=_verdict_note(record, budgets["header"]),
         instruction=None
         if folder.instruction is None
         else budgets["instruction"].clip(folder.instruction, "instruction.md", head=20_000),
@@ -253,20 +254,25 @@ def _render(folder: TrialFolder, budgets: _Budgets) -> str:
     )
 
 
-def _header(record: TrialRecord, budget: Budget) -> list[tuple[str, Markup]]:
+def _header(folder: TrialFolder, budget: Budget) -> list[tuple[str, Markup]]:
+    record = folder.record
     traj = record.trajectory
     tokens = traj.tokens if traj else None
+    # An excluded trial counts in no figure: its badge says so, not the verdict it was recorded with.
+    excluded = record.noise.category == "excluded"
     rows: list[tuple[str, Any]] = [
-        ("verdict", record.verdict),
+        ("verdict", "excluded" if excluded else record.verdict),
         ("experiment", record.experiment_id),
         ("case", record.case_id),
         ("profile", record.profile or "N/A"),
         ("agent", " ".join(p for p in (record.agent.name, record.agent.version and f"({record.agent.version})") if p)),
-        ("model", record.agent.model or "N/A"),
+        ("model", _model(folder)),
         ("endpoint", record.agent.endpoint or "N/A"),
         ("backend", record.workspace.backend or "N/A"),
         ("weighted score", number(record.weighted_score, ".3f")),
-        ("duration", f"{record.duration_s:.1f} s"),
+        # Three clocks, each named: this one, the whole trial (the live line's, summary.md's); the agent
+        # phase within it; each turn's own time as the agent reports it (under Conversation turns).
+        ("trial time", f"{record.duration_s:.1f} s, workspace setup to scoring"),
         ("phases", ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in record.phases.items()) or "N/A"),
         ("model turns", "N/A" if traj is None or traj.turns is None else traj.turns),
         ("conversation turns", "N/A" if traj is None else traj.conversation_turns),
@@ -282,6 +288,24 @@ def _header(record: TrialRecord, budget: Budget) -> list[tuple[str, Markup]]:
     if record.workspace.kept and record.workspace.path:
         rows.append(("workspace kept at", record.workspace.path))
     return [(name, budget.short(value, 1000)) for name, value in rows if budget.room(100)]
+
+
+def _model(folder: TrialFolder) -> str:
+    """The model asked for; else the models the turns' streams name (none was asked for: the agent's
+    default answered, and its turns say which); N/A when neither says."""
+    if folder.record.agent.model:
+        return folder.record.agent.model
+    named = list(dict.fromkeys(m for turn in folder.turns for m in turn.timeline.models))
+    if not named:
+        return "N/A"
+    return f"{', '.join(named)} (as the turns name {'it' if len(named) == 1 else 'them'}; none was asked for)"
+
+
+def _verdict_note(record: TrialRecord, budget: Budget) -> Markup:
+    """Beside an excluded trial's badge: why, and the verdict it was recorded with."""
+    if record.noise.category != "excluded":
+        return Markup("")
+    return budget.short(f"{record.noise.reason or 'noise'}: left out of every figure (recorded as {record.verdict})")
 
 
 def _tokens(tokens: TokenCounts | Any) -> str:
@@ -346,7 +370,7 @@ def _turn(
             ("model messages", timeline.model_messages),
             ("tokens", _tokens(timeline.tokens) if timeline.tokens else None),
             ("cost", money(timeline.cost_usd) if timeline.cost_usd is not None else None),
-            ("time", None if timeline.duration_s is None else f"{timeline.duration_s:.1f} s"),
+            ("time (agent-reported)", None if timeline.duration_s is None else f"{timeline.duration_s:.1f} s"),
             ("API time", None if timeline.api_duration_s is None else f"{timeline.api_duration_s:.1f} s"),
             ("ended", timeline.outcome + (" (error)" if timeline.is_error else "") if timeline.outcome else None),
             ("lines", timeline.lines),

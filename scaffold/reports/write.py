@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from scaffold.errors import ReportError
+from scaffold.errors import DiskFullError, ReportError
 from scaffold.experiment.owner import folder_locked
 from scaffold.records import TrialRecord
 from scaffold.records.files import gc_paused
@@ -36,6 +36,7 @@ __all__ = [
     "SUMMARY",
     "Reported",
     "Written",
+    "disk_full_message",
     "report_experiments",
     "write_reports",
 ]
@@ -158,12 +159,25 @@ def _write_reports(
     # One writer of a folder's reports at a time (two `comet report --out` into one folder mixed their
     # files): the folder's own lock, the one a session takes to claim an experiment.
     with folder_locked(out_dir):
-        if outputs.markdown:
-            paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
-            paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
-        if outputs.html:
-            from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
+        try:
+            if outputs.markdown:
+                paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
+                paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
+            if outputs.html:
+                from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
 
-            paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
-        paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
+                paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
+            paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
+        except DiskFullError as exc:
+            exc.written = tuple(paths)  # so the message can say what is there
+            raise
     return Written(analysis, tuple(paths))
+
+
+def disk_full_message(exc: DiskFullError, dirs: Sequence[Path]) -> str:
+    """What a full disk cost a report: the file not written, what is kept, and the start of what to do
+    (the caller ends the sentence with how to write the reports again)."""
+    kept = f"Kept: every trial record in {', '.join(str(d) for d in dirs)} (a report never rewrites one)"
+    if exc.written:
+        kept += "; written before the disk filled: " + ", ".join(str(p) for p in exc.written)
+    return f"{exc}. {kept}. Free space on that disk"

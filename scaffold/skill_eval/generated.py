@@ -44,6 +44,7 @@ from scaffold.skill_eval.answer import MAX_TASKS, MIN_TASKS
 from scaffold.skill_eval.generator import GENERATOR_VERSION, GeneratorResult, GeneratorSettings, run_generator
 from scaffold.skill_eval.manifest import API_VERSION, KIND, InlineTask, Manifest
 from scaffold.skill_eval.manifest_check import load_manifest, parse_manifest
+from scaffold.skill_eval.project import comet_folder
 from scaffold.skill_eval.snapshot import SkillSnapshot, take_snapshot
 from scaffold.util.atomic import locked, write_json_atomic, write_text_atomic
 from scaffold.util.hashing import canonical_json
@@ -152,6 +153,7 @@ def ensure_generated(
     folder = cache_dir(owner, manifest.skill.name, key)
     if _valid(folder, key, builtin_tasks):
         return folder / "eval.yaml"
+    comet_folder(owner)  # the first file under <owner>/.comet: made ignored by git
     with locked(lock_path(owner, key)):
         # Another run may have generated while this one waited for the lock: check again inside it.
         if _valid(folder, key, builtin_tasks):

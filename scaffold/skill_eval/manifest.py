@@ -178,11 +178,17 @@ class Manifest:
 
 
 def find_manifest(skill_root: Path) -> Path | None:
-    """``<skill>/comet/eval.yaml``, else ``eval.yml``, else None."""
+    """``<skill>/comet/eval.yaml``, else ``eval.yml``, else None. Something else under that name (a
+    folder) is a ManifestError: the skill would otherwise run as if it declared nothing."""
     for name in ("eval.yaml", "eval.yml"):
         candidate = skill_root / "comet" / name
         if candidate.is_file():
             return candidate
+        if candidate.exists() or candidate.is_symlink():
+            what = "a folder" if candidate.is_dir() else "not a readable file (a broken symlink?)"
+            raise ManifestError(
+                [Problem(candidate, f"is {what}; the manifest must be a YAML file (rename or remove it)")]
+            )
     return None
 
 

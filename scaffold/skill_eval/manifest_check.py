@@ -36,7 +36,7 @@ import jsonschema
 import yaml
 
 from scaffold.catalog.tasks import load_task
-from scaffold.catalog.treatments import CONTROL
+from scaffold.catalog.treatments import CONTROL, SKILL_NAME_RULE, skill_name_problem
 from scaffold.errors import GateError, ManifestError, Problem, TaskError
 from scaffold.python.validation.core import json_path_steps
 from scaffold.reports.gates import parse_gate
@@ -94,6 +94,8 @@ _DRAFT_PLACEHOLDER = "<current-bundle-hash>"
 def load_manifest(path: Path, *, builtin_tasks: Collection[str]) -> Manifest:
     """Read and validate the manifest at *path*; ManifestError with every problem found."""
     path = Path(os.path.normpath(path.expanduser().absolute()))
+    if path.is_dir():
+        raise ManifestError([Problem(path, "is a folder; the manifest must be a YAML file (rename or remove it)")])
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -336,7 +338,15 @@ class _Checker:
         if not (root / "SKILL.md").is_file():
             self.add(key, f"must be a skill folder holding SKILL.md; {root} has none", str(root))
             return None
-        name = data.get("name") if isinstance(data.get("name"), str) and data.get("name") else root.name
+        given = data.get("name")
+        name = given if isinstance(given, str) and given else root.name
+        if skill_name_problem(name):
+            # The name becomes the skill's folder in every workspace: checked here, before anything is written.
+            if name == given:
+                self.add("skill.name", f"{SKILL_NAME_RULE}: it names the skill's folder in the workspace", name)
+            else:
+                self.add(key, f"the skill's folder name {name!r} {SKILL_NAME_RULE}: set skill.name", str(root))
+            return None
         profile = data.get("profile") if isinstance(data.get("profile"), str) and data.get("profile") else None
         return EvalSkill(str(name), root, profile)
 

@@ -68,6 +68,15 @@ def generator_prompt(
         "Rules: every path is relative to the agent's workspace (never absolute, never '..', never /workspace/...);"
         " files the agent reads must come from the task's workspace folder or be created by the agent;"
         " checks must not depend on the network, the time of day or randomness; use only the skill's files below.",
+        "",
+        "The environment of every task (plan for it; a task that needs more fails under every treatment and"
+        " measures nothing): the agent works in a fresh folder holding the task's workspace files, with no"
+        " internet (it reaches its model only) and the checks run with no network at all. Available: bash,"
+        " coreutils, grep, sed, awk, find, tar, gzip, git, curl (with nowhere to reach), Node.js without npm"
+        " packages, and Python 3 with its standard library only: no numpy, pandas, requests, Pillow or any"
+        " other third-party package, and nothing can be installed. The skill's own files are there for the"
+        " agent with the skill. If the skill needs a package that is missing, write tasks on what it can do"
+        " without it.",
         f"Profile of the evaluation: {profile or 'generic'}.",
         "",
         "An example of the shape (the content must fit this skill, not this example):",

@@ -1,8 +1,11 @@
 """A bounded snapshot of a skill: what the task generator reads, and what its cache is keyed by.
 
 The snapshot holds ``SKILL.md``, then every file SKILL.md quotes (a path between backticks or quotes
-that names a file inside the skill), then every file under ``scripts/ references/ reference/ examples/
-templates/`` in sorted order. At most :data:`MAX_FILES` files and :data:`MAX_BYTES` bytes of UTF-8 text:
+that names a file inside the skill), then the skill's Python modules that SKILL.md imports or runs
+(``from core.gif_builder import GIFBuilder``, ``python -m tools.check``), and the modules those import,
+found in the skill's own folders (a skill's code may live anywhere in it, e.g. ``core/*.py``), then
+every file under ``scripts/ references/ reference/ examples/ templates/`` in sorted order.
+At most :data:`MAX_FILES` files and :data:`MAX_BYTES` bytes of UTF-8 text:
 a file that would pass either bound is left out (and named in ``skipped``), so a huge asset never
 stalls generation, and what is kept does not depend on the order files were created in. Symlinks are
 skipped (a link could pull files from outside the skill into a prompt); so are files that are not UTF-8
@@ -40,6 +43,10 @@ SNAPSHOT_DIRS: Final = ("scripts", "references", "reference", "examples", "templ
 
 # A quoted path in SKILL.md: `templates/result.md`, "scripts/check.py", 'data.json'.
 _QUOTED: Final = re.compile(r"[`\"']([^`\"'\n]+)[`\"']")
+# Modules named by Python code or a command line: `from a.b import c, d`, `import a.b`, `python -m a.b`.
+_FROM: Final = re.compile(r"^[ \t>]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)", re.MULTILINE)
+_IMPORT: Final = re.compile(r"^[ \t>]*import[ \t]+([\w.]+(?:[ \t]*,[ \t]*[\w.]+)*)", re.MULTILINE)
+_RUN_MODULE: Final = re.compile(r"\bpython[\d.]*[ \t]+-m[ \t]+([\w.]+)")
 
 
 class SkillSnapshotError(CometError, ValueError):
@@ -78,6 +85,7 @@ def take_snapshot(root: Path, *, max_files: int = MAX_FILES, max_bytes: int = MA
     candidates = ["SKILL.md"]
     text = skill_md.read_text(encoding="utf-8", errors="replace")
     candidates += sorted({m.group(1).strip() for m in _QUOTED.finditer(text)})
+    candidates += _imported(root, text)
     for folder in SNAPSHOT_DIRS:
         candidates += _walk(root, folder)
 
@@ -107,6 +115,54 @@ def take_snapshot(root: Path, *, max_files: int = MAX_FILES, max_bytes: int = MA
         files.append(SkillSnapshotFile(key, content, "sha256:" + hashlib.sha256(data).hexdigest()))
     digest = hash_json([{"path": f.path, "sha256": f.sha256} for f in files])
     return SkillSnapshot(root, tuple(files), digest, tuple(skipped))
+
+
+def _imported(root: Path, text: str) -> list[str]:
+    """The skill's module files that *text* (SKILL.md) imports or runs, then those they import in turn,
+    breadth first; only files inside the skill (a standard or third-party module is not there)."""
+    found: list[str] = []
+    queue = [(text, PurePosixPath("."))]
+    while queue and len(found) < MAX_FILES:
+        source, package = queue.pop(0)
+        for rel in _module_paths(source, package):
+            path = _inside(root, rel)
+            if path is None or rel in found:
+                continue
+            found.append(rel)
+            try:
+                queue.append((path.read_text(encoding="utf-8"), PurePosixPath(rel).parent))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return found
+
+
+def _module_paths(source: str, package: PurePosixPath) -> list[str]:
+    """Candidate files of the modules *source* names: ``a.b`` may be ``a/b.py`` or ``a/b/__init__.py``
+    (with ``a/__init__.py``); a relative ``from .x import y`` is looked up from *package*'s folder."""
+    names: list[tuple[str, PurePosixPath]] = []
+    for match in _FROM.finditer(source):
+        module, imported = match.group(1), [n.strip() for n in match.group(2).split(",") if n.strip()]
+        dots = len(module) - len(module.lstrip("."))
+        base = package
+        for _ in range(max(dots - 1, 0)):
+            base = base.parent
+        start = base if dots else PurePosixPath(".")
+        module = module.lstrip(".")
+        if module:
+            names.append((module, start))
+        names += [(f"{module}.{name}" if module else name, start) for name in imported]
+    for match in _IMPORT.finditer(source):
+        names += [(name.strip(), PurePosixPath(".")) for name in match.group(1).split(",")]
+    names += [(match.group(1), PurePosixPath(".")) for match in _RUN_MODULE.finditer(source)]
+    paths: list[str] = []
+    for dotted, start in names:
+        parts = [p for p in dotted.split(".") if p]
+        for depth in range(1, len(parts) + 1):
+            folder = start.joinpath(*parts[:depth])
+            for candidate in (f"{folder}.py", f"{folder}/__init__.py"):
+                if candidate not in paths:
+                    paths.append(candidate.removeprefix("./"))
+    return paths
 
 
 def _walk(root: Path, folder: str) -> list[str]:

@@ -60,6 +60,10 @@ def summarize_treatments(
     for s in summaries:
         by_treatment.setdefault(s.treatment, []).append(s)
 
+    # Every figure here is a mean of values in [0, 1]: pass rates, pass@k, and weighted scores (a record's
+    # weighted_score is validated to [0, 1]). A t interval is symmetric and can cross 0 or 1 with few
+    # tasks; clipped to [0, 1] it loses only values the mean cannot take, so every possible value it
+    # covered it still covers (its coverage is unchanged) and no report shows an impossible score.
     def over_tasks(values: Iterable[float]) -> Estimate:
         return mean_over_tasks(values, confidence, _UNIT)
 
@@ -72,7 +76,7 @@ def summarize_treatments(
                 tasks=tuple(tasks),
                 plan=plan,
                 pass_rate=over_tasks(t.pass_rate for t in tasks),
-                mean_score=mean_over_tasks((t.mean_score for t in tasks), confidence),
+                mean_score=over_tasks(t.mean_score for t in tasks),
                 pass_at_k={k: over_tasks(t.pass_at_k(k) for t in scored) for k in plan.ks},
                 pass_hat_k={k: over_tasks(t.pass_hat_k(k) for t in scored) for k in plan.ks},
                 pass_hat_k_observed={k: over_tasks(t.pass_hat_k_observed(k) for t in scored) for k in plan.ks},

@@ -124,7 +124,7 @@ def _sign_chunks(n: int, draws: int, seed: int) -> Iterator[np.ndarray]:
 class PairedComparison:
     """*treatment* minus *baseline* on the tasks scored under both, one difference per task.
 
-    ``low``/``high``: t-interval on the differences, mean +- t_{n-1} * ``se``; ``p_value``: sign-flip
+    ``low``/``high``: t-interval on the differences, mean +- t_{n-1} * ``se`` within [-1, 1]; ``p_value``: sign-flip
     permutation test (``exact`` says whether all patterns were enumerated); ``sd``: of the differences
     (feed it to ``tasks_needed``). For pass rates ``se`` is never below ``se_floor``, the standard error
     the per-task binomial uncertainty alone gives (``binomial_floor``; scaled to its 5% chi-square
@@ -254,9 +254,9 @@ def compare_treatments(
             floor *= math.sqrt(float(chdtri(n - 1, 1.0 - _FLOOR_TAIL)) / (n - 1))
         se = max(se, floor) if math.isfinite(se) else se
     half = t_quantile(confidence, n - 1) * se
-    low, high = mean - half, mean + half
-    if metric == "pass_rate":
-        low, high = max(low, -1.0), min(high, 1.0)
+    # A difference of two values in [0, 1] (pass rates, scores) lies in [-1, 1]: clipped there, the
+    # interval loses only impossible differences, never one it covered that could be true.
+    low, high = max(mean - half, -1.0), min(mean + half, 1.0)
     return PairedComparison(
         metric=metric,
         baseline=baseline,

@@ -3,11 +3,13 @@
 the example id of a case, and the re-upload of an existing experiment from its records.
 
 The SDK swallows most failures (background threads, executors) or words them with part of the API key:
-:class:`Failures` keeps our own description instead (``"POST /datasets: server error (5xx)"``).
+:class:`Failures` keeps our own description, then the exception's class and message with the key (and the
+SDK's masked form of it) taken out (``"POST /datasets: server error (5xx): LangSmithAPIError: ..."``).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from threading import Lock
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
+from scaffold.agents.credentials import REDACTED, Redactor
 from scaffold.tracing import feedback, reference_outputs, trial_outputs
 
 if TYPE_CHECKING:
@@ -57,17 +60,35 @@ _KINDS: Final[Mapping[str, str]] = {
 }
 
 
+_MASKED_KEY: Final = re.compile(r"API Key: \S*|\w{0,5}\*{4,}\w{0,2}")
+"""The SDK's connection errors end with ``API Key: lsv2_****...ey``: the key's first 5 and last 2
+characters, which no output may show."""
+MESSAGE_CHARS: Final = 500
+"""Characters of an exception's description kept (the SDK puts whole response bodies in its messages)."""
+
+
+def _described(exc: BaseException, redactor: Redactor) -> str:
+    """``LangSmithError: <message>``: the exception's class and message on one line, the API key and its
+    masked form replaced, cut at ``MESSAGE_CHARS``."""
+    message = _MASKED_KEY.sub(REDACTED, redactor.text(str(exc)))
+    text = " ".join(f"{type(exc).__name__}: {message}".split())
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+
+
 @dataclass
 class Failures:
-    """Failures noted from any SDK thread, each as our own words."""
+    """Failures noted from any SDK thread, each as our own words (what failed, the kind of failure),
+    then the exception's class and message without *redactor*'s secrets: the class alone (a bare
+    ``LangSmithError``) does not say what went wrong."""
 
     items: list[str] = field(default_factory=list)
     lock: Lock = field(default_factory=Lock)
+    redactor: Redactor = field(default_factory=lambda: Redactor(()))
 
     def add(self, method: str, path: str, exc: BaseException) -> None:
-        kind = _KINDS.get(type(exc).__name__, type(exc).__name__)
+        kind = _KINDS.get(type(exc).__name__)
         with self.lock:
-            self.items.append(f"{method} {path}: {kind}")
+            self.items.append(f"{method} {path}: {kind + ': ' if kind else ''}{_described(exc, self.redactor)}")
 
 
 def make_client(endpoint: str, api_key: str, failures: Failures) -> Client:
@@ -134,7 +155,7 @@ def reupload(folder: Path, env: Mapping[str, str]) -> Reupload:
     from scaffold.records.files import read_record
     from scaffold.tracing.langfuse_report import matching_task
 
-    failures = Failures()
+    failures = Failures(redactor=Redactor([env.get(API_KEY, "")]))
     experiment = Experiment(folder.name, folder.absolute())
     records = []
     for path in experiment.record_paths():

@@ -50,6 +50,7 @@ from scaffold.rubrics.workflow_setup import (
 )
 from scaffold.trajectory import Trajectory
 from scaffold.trial.changes import Changes, capture, diff_text, record_changes
+from scaffold.trial.logs import cap_agent_logs
 from scaffold.trial.start_gate import StartGate
 from scaffold.util.atomic import write_text_atomic
 from scaffold.util.hashing import hash_json, hash_tree
@@ -310,8 +311,12 @@ class Runner:
                 task, treatment, prompt, task.spec.environment.timeout_sec, trial_dir, self.settings.model
             )
             progress.phase("agent")
-            with progress.watching(trial_dir):
-                trajectory = self.agent.run(workspace, request)
+            try:
+                with progress.watching(trial_dir):
+                    trajectory = self.agent.run(workspace, request)
+            finally:  # parsed and scrubbed by now: what is kept as evidence is bounded, however it ended
+                with contextlib.suppress(OSError):
+                    cap_agent_logs(trial_dir)
             phases["agent_s"] = time.monotonic() - mark
             self._check_stopped()  # its agent was ended by Runner.stop: what follows would measure nothing
 

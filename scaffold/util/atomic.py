@@ -11,6 +11,7 @@ records and reports are meant to be read by other tools.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import itertools
 import json
@@ -19,6 +20,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
+
+from scaffold.errors import DiskFullError
 
 __all__ = ["FILE_MODE", "json_bytes", "locked", "write_bytes_atomic", "write_json_atomic", "write_text_atomic"]
 
@@ -51,7 +54,12 @@ def write_bytes_atomic(
     lose the write. Only for files rebuilt from others at will (a trial's transcript page), where about
     2 ms a file of flushing would dominate rewriting thousands of them."""
     folder = path.parent
-    fd, tmp = _temporary(path)
+    try:
+        fd, tmp = _temporary(path)
+    except OSError as exc:  # no free inode, or no room for the folder's new entry
+        if exc.errno in _FULL:
+            raise DiskFullError(path, exc.strerror or "no space left on device") from exc
+        raise
     try:
         os.fchmod(fd, mode)
         with os.fdopen(os.dup(fd), "wb") as handle:
@@ -64,15 +72,20 @@ def write_bytes_atomic(
         os.close(fd)
         fd = -1
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if fd >= 0:
             os.close(fd)
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.errno in _FULL:
+            raise DiskFullError(path, exc.strerror or "no space left on device") from exc
         raise
     if durable:
         _sync_folder(folder)
     return path
 
+
+_FULL: Final = (errno.ENOSPC, errno.EDQUOT)
+"""A full file system, a used-up quota: said as such (DiskFullError), not as a traceback."""
 
 _TEMPORARY_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 _serial = itertools.count()

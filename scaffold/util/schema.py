@@ -6,8 +6,10 @@ where an int belongs) and forbid unknown keys, so a typo never silently falls ba
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -118,13 +120,17 @@ class Model(BaseModel):
 
 
 def problems_from(exc: ValidationError, file: Path, model: type[BaseModel], *, sections: bool) -> list[Problem]:
-    """Turn a pydantic error into Problems that name the key, the value and what is allowed.
+    """Turn a pydantic error into Problems that name the key, the value and what is allowed, in plain
+    words: never pydantic's own phrasing ("Input should be ...", "Value error, ..."), a model's class
+    name or the union member tags pydantic adds to a location.
 
     With *sections* the first location element is shown as a TOML section: ``[metadata] name``.
     """
     problems: list[Problem] = []
+    # A value that fits no member of a union fails once per member: one Problem says what each allows.
+    alternatives: dict[str, list[str]] = {}
     for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
+        loc, union = _shown_location(tuple(err["loc"]), model)
         key = _key(loc, sections=sections)
         kind = err["type"]
         if kind == "extra_forbidden":
@@ -134,11 +140,146 @@ def problems_from(exc: ValidationError, file: Path, model: type[BaseModel], *, s
             problems.append(Problem(file, message, key, err.get("input")))
         elif kind == "missing":
             problems.append(Problem(file, "required key is missing", key))
+        elif union and key in alternatives:
+            alternatives[key].append(_reason(err, model, loc))
         else:
-            # TOML and YAML say "array"/"list"; the models use tuples so the specs stay immutable.
-            message = str(err["msg"]).replace("Input should be", "expected").replace("valid tuple", "list")
-            problems.append(Problem(file, message, key, err.get("input")))
-    return problems
+            reason = _reason(err, model, loc)
+            if union:
+                alternatives[key] = [reason]
+            problems.append(Problem(file, reason, key, err.get("input")))
+    out = []
+    for problem in problems:
+        reasons = alternatives.get(problem.key)
+        if reasons and len(reasons) > 1 and problem.message == reasons[0]:
+            merged = reasons[0] + "".join(f" or {r.removeprefix('expected ')}" for r in reasons[1:])
+            problem = Problem(problem.file, merged, problem.key, problem.value)
+        out.append(problem)
+    return out
+
+
+_PLAIN: dict[str, str] = {
+    "string_type": "expected a string",
+    "string_sub_type": "expected a string",
+    "int_type": "expected an integer",
+    "int_parsing": "expected an integer",
+    "int_from_float": "expected an integer",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "set_type": "expected a list",
+    "dict_type": "expected a mapping",
+    "none_required": "expected nothing (null)",
+}
+"""Plain reasons for pydantic's error types that need no context (TOML and YAML say list and mapping;
+the models hold tuples so the specs stay immutable)."""
+
+
+def _reason(err: Any, model: type[BaseModel], loc: tuple[Any, ...]) -> str:
+    """What *err* means, in plain words."""
+    kind: str = err["type"]
+    ctx: dict[str, Any] = err.get("ctx") or {}
+    if kind in _PLAIN:
+        return _PLAIN[kind]
+    if kind in ("model_type", "model_attributes_type", "dataclass_type"):
+        keys = _allowed_keys(model, loc)
+        return "expected a mapping" + (f" with keys {', '.join(keys)}" if keys else "")
+    if kind == "literal_error":
+        return f"expected {ctx.get('expected', 'one of the allowed values')}"
+    if kind == "string_too_short":
+        least = int(ctx.get("min_length", 1))
+        return "must not be empty" if least == 1 else f"must be at least {least} characters long"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters long"
+    if kind == "string_pattern_mismatch":
+        return f"does not have the allowed form (the regular expression {ctx.get('pattern')})"
+    if kind in ("too_short", "too_long"):
+        bound = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
+        most = "at least" if kind == "too_short" else "at most"
+        return f"expected {most} {bound} {'entry' if bound == 1 else 'entries'}"
+    bounds = {
+        "greater_than": ("greater than", "gt"),
+        "greater_than_equal": ("at least", "ge"),
+        "less_than": ("less than", "lt"),
+        "less_than_equal": ("at most", "le"),
+    }
+    if kind in bounds:
+        words, name = bounds[kind]
+        return f"expected a number {words} {_number(ctx.get(name))}"
+    if kind in ("value_error", "assertion_error") and ctx.get("error") is not None:
+        return str(ctx["error"])
+    # Anything else: pydantic's message, with its own phrasing turned into ours.
+    message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    message = re.sub(r" or instance of \w+", "", message)
+    message = re.sub(r"^(Input|String|Value|Tuple|List|Dictionary|Object) should (be|have)", "expected", message)
+    return re.sub(r"^(Input|String|Value) should match", "expected to match", message)
+
+
+def _number(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _shown_location(loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[tuple[Any, ...], bool]:
+    """*loc* as the user wrote the document, and whether a union member's tag was dropped from it.
+
+    pydantic's locations hold more than keys and indexes: ``[key]`` after a mapping key that is itself
+    invalid, and the name of each member of a union (``str``, ``dict[str,any]``, a model's class name).
+    The walk follows the model's annotations to tell a member's tag from a key.
+    """
+    node: Any = model
+    shown: list[Any] = []
+    union = False
+    for part in loc:
+        node = _unwrapped(node)
+        members = _union_members(node)
+        if members is not None:
+            union = True
+            node = next((m for m in members if getattr(m, "__name__", None) == part), None)
+            continue  # the member's tag: not part of the document
+        if part == "[key]":
+            continue
+        shown.append(part)
+        node = _child(node, part)
+    return tuple(shown), union
+
+
+def _unwrapped(node: Any) -> Any:
+    """*node* without ``Annotated`` and without ``None`` as an alternative (an optional value is not a
+    union that pydantic tags)."""
+    while get_origin(node) is Annotated:
+        node = get_args(node)[0]
+    members = _members(node)
+    if members is not None:
+        real = [m for m in members if m is not type(None)]
+        if len(real) == 1:
+            return _unwrapped(real[0])
+    return node
+
+
+def _members(node: Any) -> tuple[Any, ...] | None:
+    return get_args(node) if get_origin(node) in (Union, UnionType) else None
+
+
+def _union_members(node: Any) -> tuple[Any, ...] | None:
+    members = _members(node)
+    if members is None:
+        return None
+    return tuple(_unwrapped(m) for m in members if m is not type(None))
+
+
+def _child(node: Any, part: Any) -> Any:
+    """The annotation of *node*'s entry *part* (None: not known, and nothing after it is dropped)."""
+    if isinstance(node, type) and issubclass(node, BaseModel):
+        field = node.model_fields.get(part) if isinstance(part, str) else None
+        return field.annotation if field is not None else None
+    origin, args = get_origin(node), get_args(node)
+    if origin in (tuple, list, set, frozenset) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    return None
 
 
 def _key(loc: tuple[Any, ...], *, sections: bool) -> str:

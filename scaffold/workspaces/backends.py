@@ -29,6 +29,8 @@ def create_backend(
     engines: Sequence[Engine] = (),
     pool: Sequence[Engine] = (),
     say: Callable[[str], None] | None = None,
+    private: Sequence[Path] = (),
+    confine: bool = True,
 ) -> Backend:
     """The backend *name*, making workspaces under *workspace_root*.
 
@@ -41,12 +43,14 @@ def create_backend(
     (scaffold.workspaces.image_aliases). *engines* (docker only): the live engines of a pool in this
     worker's order (scaffold.workspaces.engines.order), the first one bound; empty: the environment's
     engine. *pool*: every engine of the pool, where a missing base image may be copied from. *say*
-    reports an engine that dies.
+    reports an engine that dies. *private* (local only): folders the agents must not reach besides the
+    workspaces, the experiment's (a container sees none of the host's folders anyway); *confine* (local
+    only) False for an agent that runs no program of its own (scaffold.workspaces.confine).
     """
     # What killed sessions left (workspaces, control folders, agents' HOMEs) goes before this one makes its own.
     sweep_dead(workspace_root)
     if name == "local":
-        return LocalBackend(workspace_root)
+        return LocalBackend(workspace_root, private=private, confine=confine)
     if name == "docker":
         # Imported only when chosen: the docker SDK costs about a tenth of a second to import.
         from scaffold.workspaces.docker import DockerBackend

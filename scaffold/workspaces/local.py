@@ -1,8 +1,10 @@
 """The ``local`` backend: a fresh directory per trial, commands as subprocesses with tree-kill timeouts.
 
-Isolation is by directory and environment only (no container): enough for trusted agents and the
-oracle, and it needs nothing installed. Commands get a small allow-listed environment, never the
-harness's own, so credentials in the parent environment do not leak into a trial.
+Isolation is by directory and environment (no container). Commands get a small allow-listed
+environment, never the harness's own, so credentials in the parent environment do not leak into a
+trial; where bubblewrap is installed, the agent's commands also run confined: other trials' workspaces,
+the experiment's records and the harness's processes out of their sight (scaffold.workspaces.confine).
+Without it, one warning per session says what is not isolated.
 
 The validation phase (``begin_validation``) under the strict policy:
 
@@ -40,6 +42,7 @@ from scaffold.util.background import Background
 from scaffold.util.process_result import ProcessResult
 from scaffold.util.run_process import run_process
 from scaffold.workspaces.base import ValidationPolicy, Workspace, WorkspaceManifest
+from scaffold.workspaces.confine import Confinement, unconfined_warning
 from scaffold.workspaces.files import HostFiles, fresh_copy, remove_empty_parents
 from scaffold.workspaces.layout import write_shim
 from scaffold.workspaces.netns import IsolatedNetwork, IsolationWarning
@@ -84,8 +87,10 @@ class LocalWorkspace(HostFiles):
         network: IsolatedNetwork | None = None,
         resolved: str | None = None,
         real_paths: dict[Path, str] | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         super().__init__(path, resolved=resolved)
+        self._confinement = confinement
         self._real_paths = {} if real_paths is None else real_paths  # the backend's, shared by its workspaces
         self._shim = shim
         self._network = network
@@ -144,6 +149,8 @@ class LocalWorkspace(HostFiles):
         if self.policy is None and argv and argv[0].startswith("/"):  # the agent's phase: its CLI, by path
             argv = [*local_command(argv[0]), *argv[1:]]
         full_env = {**base_environment(self._path), **env}
+        if self.policy is None and self._confinement is not None:
+            argv = self._confinement.wrap(argv, self._path, full_env)
         network = self._network if self.policy is ValidationPolicy.STRICT else None
         with network.entered(argv) if network is not None else contextlib.nullcontext(argv) as command:
             return run_process(
@@ -155,8 +162,14 @@ class LocalBackend:
     name = "local"
     engine: str | None = None  # trials run on this machine, no engine in between
 
-    def __init__(self, workspace_root: Path) -> None:
+    def __init__(self, workspace_root: Path, *, private: Sequence[Path] = (), confine: bool = True) -> None:
+        """*private*: folders the agents must not reach besides the workspaces (the experiment's).
+        *confine* False: the agent runs no program of its own (the oracle runs the task's reference
+        solution, nop nothing), so its commands start as they are, without bubblewrap's milliseconds."""
         self._root = workspace_root
+        self._private = (workspace_root, *private)
+        self._confine = confine
+        self._confinement: Confinement | None = None
         self._owned = OwnedFolders(workspace_root)
         self._scratch = OwnedFolders(state_root())
         self._supervisor = Supervisor([workspace_root, state_root()])
@@ -196,8 +209,23 @@ class LocalBackend:
             parent = self._resolved[path.parent] = os.path.realpath(path.parent)
         shim, network = str(self._validation_shim()), self._isolated_network()
         return LocalWorkspace(
-            path, shim=shim, network=network, resolved=f"{parent}/{path.name}", real_paths=self._resolved
+            path,
+            shim=shim,
+            network=network,
+            resolved=f"{parent}/{path.name}",
+            real_paths=self._resolved,
+            confinement=self._confined(),
         )
+
+    def _confined(self) -> Confinement | None:
+        """How agents start here, decided on first use; one warning when they cannot be confined."""
+        if not self._confine:
+            return None
+        if self._confinement is None:
+            self._confinement = Confinement(self._private)
+            if not self._confinement.available:
+                warnings.warn(IsolationWarning(unconfined_warning(self._confinement.problem)), stacklevel=3)
+        return self._confinement
 
     def _validation_shim(self) -> Path:
         if self._shim is None:

@@ -162,7 +162,9 @@ class OwnedFolders:
                 try:
                     fd = os.open(mark_of(folder), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 except FileNotFoundError:  # the first trial of an experiment: its folder is new
-                    folder.parent.mkdir(parents=True, exist_ok=True)
+                    # Its owner's alone: a kept workspace holds what the agent wrote, not for other users.
+                    folder.parent.parent.mkdir(parents=True, exist_ok=True)
+                    folder.parent.mkdir(mode=0o700, exist_ok=True)
                     fd = os.open(mark_of(folder), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 try:
                     os.write(fd, data)

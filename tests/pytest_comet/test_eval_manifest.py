@@ -229,15 +229,21 @@ def test_the_manifest_execution_settings_apply_unless_the_command_line_says_othe
 
 
 def test_judge_settings_are_validated_and_recorded_without_credentials(
-    pytester: pytest.Pytester, builtin: TaskFactory
+    pytester: pytest.Pytester, builtin: TaskFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The judge's CLI must be installed before the run starts; a stand-in that answers nothing will do.
+    stand_in = pytester.path / "judge-bin" / "claude"
+    stand_in.parent.mkdir()
+    stand_in.write_text("#!/bin/sh\ncat >/dev/null\n")
+    stand_in.chmod(0o755)
+    monkeypatch.setenv("COMET_AGENT_BIN_DIR", str(stand_in.parent))
     manifest = write_skill(pytester, {"tasks": [SOURCE]}, judge={"model": "judge-model"})
     result = run(
         pytester,
         f"--eval-manifest={manifest}",
         "--experiment-id=j1",
         "--agent=oracle",
-        "--judge-agent=codex",
+        "--judge-agent=claude-code",
         "--judge-base-url=https://user:secret@judge.example.com:8443/v1?key=secret",
     )
     assert result.ret == pytest.ExitCode.OK
@@ -245,7 +251,7 @@ def test_judge_settings_are_validated_and_recorded_without_credentials(
         (experiments(manifest) / "j1" / "trials" / "own-task-DYNAMIC_SKILL-r1" / "record.json").read_text()
     )
     assert record["config"]["judge"] == {
-        "agent": "codex",
+        "agent": "claude-code",
         "model": "judge-model",
         "base_url": "https://judge.example.com:8443/v1",
     }

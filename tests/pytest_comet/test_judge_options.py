@@ -47,7 +47,7 @@ def test_judge_without_a_model_is_skipped(
 ) -> None:
     monkeypatch.setenv("BENCH_LLM_JUDGE", "1")
     run(pytester).assert_outcomes(passed=1)
-    assert record(pytester)["judge"] == {"status": "skipped", "reason": MODEL_REQUIRED, "agent": "oracle"}
+    assert record(pytester)["judge"] == {"status": "skipped", "reason": MODEL_REQUIRED, "agent": "claude-code"}
 
 
 def test_judge_from_the_environment_scores_beside_the_rules(

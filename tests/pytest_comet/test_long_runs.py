@@ -5,15 +5,19 @@ absence in a pipe, ``comet status`` polled during a pytest-xdist run, and the bu
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +53,31 @@ def pytest_argv(pytester: pytest.Pytester, *args: str) -> list[str]:
     ]
 
 
-def run_on_pty(argv: list[str], cwd: Path, timeout_s: float = 300) -> tuple[int, str]:
-    """Run *argv* with a pseudo-terminal as its stdout and stderr: its exit status and all it wrote."""
+def run_on_pty(
+    argv: list[str],
+    cwd: Path,
+    timeout_s: float = 300,
+    *,
+    columns: int = 200,
+    export_columns: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int, str]:
+    """Run *argv* with a pseudo-terminal of *columns* columns as its stdout and stderr: its exit status
+    and all it wrote. *export_columns*: also say the width in $COLUMNS (an interactive shell does not
+    export it, so without it the width is only the terminal's own). *env*: the child's environment
+    besides PATH and LANG (default: this process's)."""
+    if env is not None:
+        env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8", **env}
     pid, fd = pty.fork()
     if pid == 0:  # the child: its terminal is the pty
         os.chdir(cwd)
-        os.environ["COLUMNS"] = "200"
-        os.execv(argv[0], argv)
+        fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+        # An explicit environment: this process's C environment can hold a COLUMNS that os.environ does
+        # not show (GNU readline sets one when it is loaded), and os.execv would pass it on.
+        env = {k: v for k, v in (os.environ if env is None else env).items() if k != "COLUMNS"}
+        if export_columns:
+            env["COLUMNS"] = str(columns)
+        os.execve(argv[0], argv, env)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -88,7 +110,7 @@ def test_live_line_on_a_terminal_and_plain_lines_in_a_pipe(pytester: pytest.Pyte
     assert code == 0, shown
     # Redrawn at the end of pytest's line, after its dots, and cleared before each of pytest's writes.
     assert re.search(r"\r(\x1b\[\d+C)?\x1b\[K done \d/4 \| running 1 \| queued \d \| elapsed \d:\d\d \| ETA ", shown)
-    assert re.search(r"[a-d]-CONTROL-r1 agent( t\d+)? \d:\d\d", shown)  # each running trial, with its phase
+    assert re.search(r"[a-d]-CONTROL-r1 agent( t\d+)? \d:\d\d in trial", shown)  # each running trial, with its phase
     assert "4 passed" in shown
     # pytest's own text is intact: the dots and the summary are all there, in order, once the line is gone.
     visible = re.sub(r"\x1b\[[0-9;]*m", "", re.sub(r"\r(\x1b\[\d+C)?\x1b\[K( [^\r]*)?", "", shown))
@@ -106,7 +128,34 @@ def test_live_line_on_a_terminal_and_plain_lines_in_a_pipe(pytester: pytest.Pyte
     assert "\r" not in piped.stdout and not ESCAPE.search(piped.stdout)
     lines = [line for line in piped.stdout.splitlines() if re.match(r"\[\d/2\] ", line)]
     assert [line.split(":")[0] for line in lines] == [f"[{i}/2] {n}-CONTROL-r1" for i, n in enumerate("ab", 1)]
-    assert all(re.fullmatch(r"\[\d/2\] [ab]-CONTROL-r1: passed  score 1\.00  \d+ s", line) for line in lines)
+    assert all(re.fullmatch(r"\[\d/2\] [ab]-CONTROL-r1: passed  score 1\.00  \d+ s in trial", line) for line in lines)
+
+
+def drawn_lines(shown: str) -> list[tuple[int, str]]:
+    """Each drawing of the live line in *shown*: the column it was drawn after, and its text."""
+    found = re.findall(r"\r(?:\x1b\[(\d+)C)?\x1b\[K ?(done [^\r\x1b]*)", shown)
+    return [(int(column or 0), text) for column, text in found]
+
+
+@pytest.mark.slow
+def test_the_live_line_fills_a_wide_terminal_that_does_not_export_its_width(
+    pytester: pytest.Pytester, suite: TaskFactory
+) -> None:
+    # 160 columns, known only to the terminal itself: while a trial runs, pytest's capturing holds file
+    # descriptor 1, and a width asked there falls back to 80 columns, cutting the running trial off.
+    suite.treatments("common.yaml", {"CONTROL": {"description": "baseline", "skills": []}})
+    for name in ("a", "b"):
+        suite.task(f"{name}-summarise-the-quarterly-report", solve="sleep 2.5\necho done > out.txt\n")
+    argv = pytest_argv(pytester, "--experiment-id=wide")
+    code, shown = run_on_pty(argv, pytester.path, columns=160, export_columns=False)
+    assert code == 0, shown
+    drawn = drawn_lines(shown)
+    assert drawn, shown
+    widest = max(column + 1 + len(text) for column, text in drawn)
+    assert 80 < widest <= 160 - 1, drawn
+    phase = r"(workspace|agent|validation|scoring)( t\d+)? \d:\d\d in trial"
+    running = r"[ab]-summarise-the-quarterly-report-CONTROL-r1 " + phase
+    assert any(re.search(running, text) for _, text in drawn), drawn  # the phase and its time are shown
 
 
 def test_no_live_line_with_capture_off_even_on_a_terminal(pytester: pytest.Pytester, suite: TaskFactory) -> None:

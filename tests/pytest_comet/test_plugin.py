@@ -190,6 +190,25 @@ def test_nop_agent_fails_and_unknown_agent_is_named(pytester: pytest.Pytester, t
     assert len(list((pytester.path / "local" / "logs" / "experiments").iterdir())) == 1  # the nop run's only
 
 
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--comet-backend=dockr", "--backend=dockr: unknown backend; known: docker, local"),
+        ("--comet-profile=nope", "--profile=nope: unknown evaluation profile; known profiles: *generic*"),
+        ("--comet-image-alias=bad", "--image-alias: 'bad' is not REF=LOCAL *"),
+    ],
+)
+def test_a_bad_option_value_is_a_usage_error_before_any_trial(
+    pytester: pytest.Pytester, two_tasks: TaskFactory, option: str, message: str
+) -> None:
+    # Each used to fail every trial's setup (or make every trial invalid), the message inside a traceback.
+    result = run(pytester, "--task=beta", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not list(pytester.path.glob("local/logs/experiments/*/trials"))  # no trial started
+
+
 def test_a_baseline_trial_that_errored_fails_instead_of_being_expected(
     pytester: pytest.Pytester, two_tasks: TaskFactory
 ) -> None:

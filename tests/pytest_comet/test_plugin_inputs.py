@@ -4,10 +4,12 @@ not use, and ``--skill-path`` / ``--treatments-dir`` meaning what the README say
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from scaffold.cli.main import main
-from tests.support.factories import TaskFactory
+from tests.support.factories import REPO, TaskFactory
 
 
 def ids(result: pytest.RunResult) -> list[str]:
@@ -81,6 +83,25 @@ class TestUnreadableTreatmentsFile:
         strict = run(pytester, "-q", "--collect-only", "-W", "error::scaffold.errors.InputWarning")
         assert strict.ret == pytest.ExitCode.INTERRUPTED  # a collection error naming the file
         strict.stdout.fnmatch_lines([f"*InputWarning: {bad}: SKILL_UNUSED.skills*"])
+
+    def test_it_stays_a_warning_under_the_checkout_s_own_pytest_configuration(
+        self, pytester: pytest.Pytester, two_tasks: TaskFactory
+    ) -> None:
+        # pyproject.toml's pytest configuration (filterwarnings = error, and its exceptions) is also the
+        # one `pytest local/tests` runs with in the checkout: the file's warning must not stop the run there.
+        options = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+        assert "error" in options["filterwarnings"]
+        pytester.makeini("[pytest]\nfilterwarnings =\n" + "".join(f"    {f}\n" for f in options["filterwarnings"]))
+        bad = two_tasks.treatments("new.yaml", BROKEN_YAML)
+        workspaces = f"--workspace-root={pytester.path / 'ws'}"
+        result = pytester.runpytest(workspaces, "--task=beta", "-q")
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        result.assert_outcomes(passed=1, warnings=1)
+        result.stdout.fnmatch_lines(["*InputWarning: " + f"{bad}: line 4, column 1: not valid YAML: *"])
+        # As the README says, the command line can still make it an error.
+        strict = pytester.runpytest(workspaces, "--task=beta", "-q", "-W", "error::scaffold.errors.InputWarning")
+        assert strict.ret == pytest.ExitCode.INTERRUPTED
+        strict.stdout.fnmatch_lines([f"*InputWarning: {bad}: line 4, column 1: not valid YAML: *"])
 
 
 def test_every_problem_of_a_task_is_in_its_invalid_item_at_once(

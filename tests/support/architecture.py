@@ -54,6 +54,7 @@ IO_MODULES = (
     "scaffold.workspaces.backends",
     "scaffold.workspaces.local",
     "scaffold.workspaces.netns",
+    "scaffold.workspaces.confine",
     "scaffold.workspaces.node_launch",  # fills an npm CLI's compile cache by running it
     "scaffold.workspaces.supervisor",  # starts the local backend's supervisor process
     "scaffold.workspaces.uv_tool",  # fetches uv for Harbor verifiers with pip

@@ -135,12 +135,20 @@ class Timeline:
     is_error: bool = False
     final_text: str = ""
     session_id: str | None = None
+    models: list[str] = field(default_factory=list)
+    """The models the stream names (its start, each model message), in the order first seen; the record
+    names only the model asked for, none when the agent's default answered."""
 
     def add(self, event: Event) -> None:
         if len(self.events) < MAX_EVENTS:
             self.events.append(event)
         else:
             self.dropped += 1
+
+    def named(self, model: str) -> None:
+        """Note that the stream names *model* (nothing when empty)."""
+        if model and model not in self.models:
+            self.models.append(model)
 
     @property
     def tool_calls(self) -> list[ToolUse]:
@@ -191,6 +199,7 @@ class _Claude:
         if kind == "system" and event.get("subtype") == "init":
             version = event.get("claude_code_version") or event.get("version")
             label = " ".join(p for p in (_str(event.get("model")), f"version {version}" if version else "") if p)
+            self.out.named(_str(event.get("model")))
             self.out.add(Event("session", label=label))
         elif kind == "system" and event.get("subtype") == "api_retry":
             status = event.get("error_status")
@@ -210,6 +219,7 @@ class _Claude:
             # Written by the CLI itself after a failed API call: an error, not a model response.
             self.out.add(Event("api", Text.of(_content_text(message.get("content"))), final=True, sub=sub))
             return
+        self.out.named(_str(message.get("model")))
         msg_id = _str(message.get("id"))
         tokens = _claude_tokens(message.get("usage"))
         known = self.messages.get(msg_id) if msg_id else None

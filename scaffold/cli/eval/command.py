@@ -19,7 +19,9 @@ the default (``claude-code``, the ``local`` backend).
 
 ``--collect`` resolves and validates all of that and prints the task list without running pytest at
 all: nothing is written (not even the user's ``.env`` template, which the first *run* creates), no agent,
-container, socket or tracing SDK is started. Generated tasks come from the cache only there.
+container, socket or tracing SDK is started. Generated tasks come from the cache only there. It fails
+(exit status 2) on whatever the run would refuse before its first trial, an agent that cannot start
+included. A run makes ``<owner>/.comet/`` ignored by git (scaffold.skill_eval.project).
 """
 
 from __future__ import annotations
@@ -32,14 +34,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
-from scaffold.catalog.treatments import CONTROL
+from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
 from scaffold.cli.eval.outcome import EVAL_STATUSES, finish
-from scaffold.cli.eval.plan import EvalPlan, header_lines
+from scaffold.cli.eval.plan import GATE_EXAMPLE, EvalPlan, header_lines
 from scaffold.cli.eval.planner import plan_eval
 from scaffold.cli.eval.progress import Progress
 from scaffold.cli.eval.target import UsageError
 from scaffold.cli.user_env import ensure_user_env, user_env_file
 from scaffold.errors import CometError, ExitStatus, GenerationError, exit_status_help
+from scaffold.skill_eval.project import COMET_FOLDER, comet_folder
 from scaffold.skill_eval.resolve import QUICK_TASK
 
 __all__ = [
@@ -167,7 +170,11 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     )
     report.add_argument("--baseline", metavar="NAME", help=f"treatment to compare against (default: {CONTROL})")
     report.add_argument(
-        "--gate", action="append", default=[], metavar="EXPR", help="a gate, e.g. 'SKILL not worse than CONTROL'"
+        "--gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help=f"a gate, e.g. {GATE_EXAMPLE!r} (the treatments are {CONTROL} and {DYNAMIC_SKILL}, the skill)",
     )
     report.add_argument("--html", action="store_true", help="also write report.html")
     report.add_argument("--report-config", type=Path, metavar="FILE", help="report outputs (default: reporting.config)")
@@ -269,6 +276,8 @@ def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
             print(line, file=out)
         print(f"comet eval: {plan.credentials_problem}", file=sys.stderr)
         return ExitStatus.USAGE
+    if plan.tasks_source == "pending generation" or plan.runs_dir.is_relative_to(plan.owner / COMET_FOLDER):
+        comet_folder(plan.owner)  # before the first file under it: made ignored by git
     for line in header_lines(plan, mode="run"):
         print(line, file=out)
     if plan.tasks_source == "pending generation":
@@ -330,6 +339,9 @@ def _collect(plan: EvalPlan, out: TextIO) -> int:
         "started, and nothing was written.",
         file=out,
     )
+    if plan.credentials_problem:  # the run refuses to start on it: so does its dry run
+        print(f"comet eval: {plan.credentials_problem}", file=sys.stderr)
+        return ExitStatus.USAGE
     return ExitStatus.OK
 
 

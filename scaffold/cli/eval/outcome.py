@@ -77,6 +77,10 @@ def finish(plan: EvalPlan, code: int, progress: Progress, out: TextIO) -> int:
     for line in tracing.lines if tracing is not None else ():
         print(line, file=out)
     answered = _answered(progress.records)
+    if not answered and progress.invalid and not progress.records:
+        # Not noise, nor the harness: the inputs. Each item's reason was printed under its progress line.
+        print(f"comet eval: no trial could run: {progress.invalid} item(s) are invalid (see above)", file=sys.stderr)
+        return ExitStatus.FAILED
     if not answered:
         print(
             "comet eval: no answer: every trial was excluded as environment noise or ended in a harness error "

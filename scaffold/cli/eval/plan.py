@@ -7,12 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
-from scaffold.catalog.treatments import DYNAMIC_SKILL
+from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
 from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.resolve import Choice, EvalSettings
 
-__all__ = ["EvalPlan", "has_gates", "header_lines"]
+__all__ = ["GATE_EXAMPLE", "EvalPlan", "has_gates", "header_lines"]
+
+GATE_EXAMPLE: Final = f"{DYNAMIC_SKILL} not worse than {CONTROL}"
+"""The gate ``comet eval`` suggests (``--help``, its refusals): one it runs as it is, its treatments being
+CONTROL and the skill's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +100,7 @@ def header_lines(plan: EvalPlan, *, mode: str) -> list[str]:
     lines_after = [f"  - {name}  ({what})" for name, what in plan.tasks]
     if plan.tasks_source == "pending generation":
         lines_after.append("  (a normal comet eval run generates 2-4 tasks for this skill first, and caches them)")
+        lines_after += _snapshot_lines(manifest)
     skill = f"{DYNAMIC_SKILL} (skill {manifest.skill.name})"
     shown = [
         skill if t == DYNAMIC_SKILL else t + (" (baseline)" if t == plan.baseline else "") for t in plan.treatments
@@ -128,6 +134,22 @@ def header_lines(plan: EvalPlan, *, mode: str) -> list[str]:
     out += lines_after
     out += [f"{k + ':':<{width}} {v}" for k, v in rest]
     return out
+
+
+def _snapshot_lines(manifest: Manifest) -> list[str]:
+    """What the task generator will read of the skill (scaffold.skill_eval.snapshot), file by file, and
+    what it leaves out: a skill whose code it would not see is found before a run, not after."""
+    from scaffold.skill_eval.snapshot import SkillSnapshotError, take_snapshot
+
+    try:
+        snapshot = take_snapshot(manifest.skill.root)
+    except SkillSnapshotError as exc:
+        return [f"  generator snapshot: none ({exc})"]
+    lines = [f"  generator snapshot: {len(snapshot.files)} file(s), {snapshot.size:,} bytes ({snapshot.hash[:19]})"]
+    lines += [f"    - {file.path}" for file in snapshot.files]
+    if snapshot.skipped:
+        lines.append(f"    left out (over the bounds, not UTF-8 text, or unreadable): {', '.join(snapshot.skipped)}")
+    return lines
 
 
 def _quality_text(manifest: Manifest) -> str:

@@ -4,7 +4,10 @@ The precedence and the task selection are scaffold.skill_eval.resolve's, the sam
 this module adds what the command checks and shows beyond them: the agent known and its credentials and
 program present, URLs well formed, ``--suite``, ``--treatment``, ``--baseline``, ``--gate``, the model and
 API the agent takes from its environment, and the generated tasks of the cache (read, never generated:
-I/O through scaffold.skill_eval.generated). It reads files only: ``--collect`` is this.
+I/O through scaffold.skill_eval.generated). Everything the session would refuse before its first trial is
+refused here, with the session's own readers where it has them: the skill as it installs it, the profile
+and backend, the gates' treatments, the limits, image aliases, engine pool and report configuration.
+It reads files only: ``--collect`` is this.
 """
 
 from __future__ import annotations
@@ -18,11 +21,11 @@ from typing import Final
 
 from scaffold.agents.credentials import load_environment
 from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
-from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
-from scaffold.cli.eval.plan import EvalPlan
+from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL, dynamic_treatment
+from scaffold.cli.eval.plan import GATE_EXAMPLE, EvalPlan
 from scaffold.cli.eval.target import UsageError, resolve_target
 from scaffold.cli.user_env import user_env_file
-from scaffold.errors import AgentError
+from scaffold.errors import AgentError, GateError
 from scaffold.experiment import EXPERIMENT_ID, new_experiment_id
 from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.resolve import (
@@ -94,16 +97,18 @@ def plan_eval(
     builtin = builtin_task_names() if builtin is None else builtin
     if args.quick and args.task:
         raise UsageError(f"--quick runs {QUICK_TASK} only; --task {','.join(args.task)} contradicts it: pass one")
-    for flag, value in (("--count", args.count), ("--workers", args.workers)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} {value}: must be 1 or more")
+    _check_numbers(args)
     described, manifest = resolve_target(args, builtin)
+    # The session's own check of the skill it installs (scaffold.session): what the run would refuse.
+    dynamic_treatment(manifest.skill.root, manifest.skill.name)
 
     suite = _suite(args, manifest, merged)
     explicit = _explicit(args)
     settings = resolve_settings(
         manifest, explicit, merged, default_agent=DEFAULT_AGENT, process=process, env_file=str(user_env_file(process))
     )
+    _check_backend(args, settings.backend)
+    _check_profile(settings.profile, manifest)
     agent, model, base_url, credentials_problem = _check_agent(args, settings, merged)
     judge = settings.judge
     if judge is not None:
@@ -145,10 +150,8 @@ def plan_eval(
     if args.baseline and baseline not in treatments:
         raise UsageError(f"--baseline {baseline}: not one of the treatments run ({', '.join(treatments)})")
     gates = (*manifest.quality_gates.gates, *args.gate)
-    from scaffold.reports.gates import parse_gate
-
-    for expression in args.gate:
-        parse_gate(expression)  # a bad --gate is a usage error before anything runs
+    _check_gates(args.gate, manifest)
+    _check_run_files(args, settings, merged)
     return EvalPlan(
         target=described,
         manifest=manifest,
@@ -225,6 +228,81 @@ def _check_agent(
     except AgentError as exc:
         return agent, model, base_url, str(exc)
     return agent, model, base_url, None
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numbers of the command line, as the session checks them before any trial."""
+    for flag, value in (("--count", args.count), ("--workers", args.workers), ("--judge-samples", args.judge_samples)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} {value}: must be 1 or more")
+    if args.max_trials is not None and args.max_trials < 0:
+        raise UsageError(f"--max-trials {args.max_trials}: must be 0 or more")
+    if args.max_cost is not None and not args.max_cost >= 0:
+        raise UsageError(f"--max-cost {args.max_cost:g}: must be a number of US dollars, 0 or more")
+    if args.start_window is not None and not args.start_window >= 0:
+        raise UsageError(f"--start-window {args.start_window:g}: use 0 (off) or a number of seconds")
+
+
+def _check_backend(args: argparse.Namespace, backend: Choice) -> None:
+    """A backend the session can make, and the docker options only with the docker backend."""
+    from scaffold.workspaces.backends import known_backends
+
+    known = known_backends()
+    if backend.value not in known:
+        raise UsageError(f"--backend {backend.value}: unknown backend; known: {', '.join(known)}")
+    if backend.value != "docker" and (args.docker_host or args.docker_pool):
+        given = "--docker-host" if args.docker_host else "--docker-pool"
+        raise UsageError(f"{given} needs --backend docker (the backend is {backend.value})")
+
+
+def _check_profile(profile: Choice, manifest: Manifest) -> None:
+    """A profile the rubrics know (comet eval runs the built-in suite: no conftest registers another)."""
+    from scaffold.rubrics.profiles import known_profiles
+
+    if profile.value is None or profile.value in known_profiles():
+        return
+    where = "--profile" if profile.source == COMMAND_LINE else f"skill.profile of {manifest.file}"
+    raise UsageError(f"{where} {profile.value!r}: unknown evaluation profile; known: {', '.join(known_profiles())}")
+
+
+def _check_gates(given: Sequence[str], manifest: Manifest) -> None:
+    """Every gate parses and names treatments comet eval runs (CONTROL and DYNAMIC_SKILL): a gate on any
+    other name fails after every trial has run, for want of that treatment's trials."""
+    from scaffold.reports.gates import parse_gate
+
+    runnable = (CONTROL, DYNAMIC_SKILL)
+    expressions = [(f"--gate {e!r}", e) for e in given]
+    expressions += [
+        (f"evaluation.qualityGates.gates[{i}] {e!r} of {manifest.file}", e)
+        for i, e in enumerate(manifest.quality_gates.gates)
+    ]
+    for where, expression in expressions:
+        try:
+            gate = parse_gate(expression)  # a bad --gate is a usage error before anything runs
+        except GateError as exc:
+            raise UsageError(f"{exc}; comet eval's treatments are {CONTROL} and {DYNAMIC_SKILL}") from None
+        for name in (gate.treatment, gate.baseline):
+            if name and name not in runnable:
+                raise UsageError(
+                    f"{where}: names treatment {name!r}, which comet eval does not run; its treatments are "
+                    f"{CONTROL} and {DYNAMIC_SKILL} (the skill {manifest.skill.name}), e.g. {GATE_EXAMPLE!r}"
+                )
+
+
+def _check_run_files(args: argparse.Namespace, settings: EvalSettings, merged: Mapping[str, str]) -> None:
+    """The files and variables the session reads before its first trial (image aliases, the engine pool,
+    the report configuration), read here with the session's own readers: their errors are usage errors
+    of this command, and --collect shows them."""
+    from scaffold.reports.config import resolve_outputs
+    from scaffold.workspaces.engines import resolve_pool
+    from scaffold.workspaces.image_aliases import resolve_image_aliases
+
+    resolve_image_aliases(tuple(args.image_alias), args.image_alias_file, merged)
+    if settings.backend.value == "docker":
+        # The process environment only, as the session reads the pool (DOCKER_HOST and its TLS variables).
+        resolve_pool(tuple(args.docker_host), args.docker_pool, os.environ)
+    declared = settings.report_config.declared
+    resolve_outputs(html=bool(args.html), config_file=Path(declared) if declared else None, environ=merged)
 
 
 def _treatments(args: argparse.Namespace, manifest: Manifest) -> tuple[str, ...]:

@@ -82,6 +82,9 @@ class Progress:
                 self.records.append(Path(str(props["comet_record"])))
             case = str(props.get("comet_case") or report.nodeid.rpartition("[")[2].rstrip("]") or report.nodeid)
             line = trial_line(self.done, self.total, case, props, elapsed)
+            if not not_run and not props.get("comet_record") and verdict in ("invalid", "error"):
+                # No record will say why this item did not run: pytest's report is the only account of it.
+                line += "".join(f"\n    {reason}" for reason in _why(report))
         if self.live is not None:
             self.live.pause()
         print(line, file=self.out, flush=True)
@@ -103,3 +106,12 @@ class Progress:
         is running."""
         status = read_status([self._experiment_dir], datetime.now(UTC), self._cache)
         return status_line(status) if status.running else ""
+
+
+def _why(report: Any, most: int = 3) -> list[str]:
+    """The first lines of why an item failed without a record: the message of a failed test (an invalid
+    task's problems), or the exception lines (``E ...``) of a setup error's traceback."""
+    text = str(getattr(report, "longreprtext", "") or "")
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    raised = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (raised or lines)[:most]

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Collection
 from pathlib import Path
 
+from scaffold.catalog.treatments import SKILL_NAME_RULE, skill_name_problem
 from scaffold.errors import SelectionError
 from scaffold.skill_eval.manifest import Manifest, find_manifest, synthesize_manifest
 from scaffold.skill_eval.manifest_check import load_manifest
@@ -45,7 +46,9 @@ def resolve_target(args: argparse.Namespace, builtin: Collection[str]) -> tuple[
             raise UsageError(
                 f"TARGET {target}: no such file or folder (a skill folder, its SKILL.md or comet/eval.yaml)"
             )
-        if target.is_dir():
+        if target.is_dir() and target.suffix in (".yaml", ".yml") and not (target / "SKILL.md").exists():
+            explicit_manifest = target  # meant as the manifest: loading it says what is wrong with it
+        elif target.is_dir():
             skill = target
         elif target.name == "SKILL.md":
             skill = target.parent
@@ -76,5 +79,12 @@ def resolve_target(args: argparse.Namespace, builtin: Collection[str]) -> tuple[
                 f"--skill-name {args.skill_name} contradicts skill.name {manifest.skill.name!r} of {manifest.file}: "
                 "drop --skill-name or change the manifest"
             )
+        if skill_name_problem(args.skill_name):
+            raise UsageError(f"--skill-name {args.skill_name!r}: {SKILL_NAME_RULE} (it names the skill's folder)")
         manifest = dataclasses.replace(manifest, skill=dataclasses.replace(manifest.skill, name=args.skill_name))
+    elif manifest.file is None and skill_name_problem(manifest.skill.name):
+        raise UsageError(
+            f"{manifest.skill.root}: the skill is installed under its folder's name {manifest.skill.name!r}, "
+            f"and a skill name {SKILL_NAME_RULE}: pass --skill-name NAME"
+        )
     return described, manifest

@@ -15,7 +15,7 @@ import yaml
 
 from scaffold.agents import create_agent, known_agents
 from scaffold.agents.base import AgentRequest, AgentTraits
-from scaffold.agents.cli import CliAgent
+from scaffold.agents.cli import CliAgent, version_in
 from scaffold.agents.custom import adapters_dir, load_adapters
 from scaffold.errors import AgentError, Problem, SelectionError
 from scaffold.workspaces.base import InstallSpec
@@ -188,6 +188,52 @@ def test_create_agent_runs_a_custom_adapter_with_its_declared_credentials(regist
     assert trajectory.skills_invoked == ("my-skill",)  # only the skill_invocation event counts
     assert trajectory.session_id == "c-1"
     assert trajectory.agent_version == "1.0.0"
+
+
+# A CLI without --version takes it for a prompt: its JSON stream, long enough that its last 400 bytes
+# begin inside a line (`on_id": "13e3...`), as a custom adapter's did.
+STREAM_FOR_VERSION = "".join(
+    json.dumps(e) + "\n"
+    for e in [
+        {"type": "system", "subtype": "init", "session_id": "13e3f0c2-5b1d-4c70-9a51-8e7f2b6c", "tools": ["x"] * 40},
+        {"type": "result", "subtype": "success", "result": "I do not know that option.", "session_id": "13e3f0c2"},
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [STREAM_FOR_VERSION, "error: unknown option '--version'\n", "Usage: my-agent -p PROMPT [options]\n", "\n"],
+    ids=["json-stream", "error", "usage", "nothing"],
+)
+def test_a_version_answer_that_is_no_version_is_unknown(registry: Registry, tmp_path: Path, printed: str) -> None:
+    registry.add("my-agent")
+    agent = create_agent("my-agent", {**registry.env, "MY_AGENT_API_KEY": "my-agent-key-000001"})
+    assert isinstance(agent, CliAgent)
+    stream = json.dumps({"type": "result", "subtype": "success", "result": "done", "session_id": "c-1"}) + "\n"
+
+    def answer(command: Command) -> Reply:
+        return Reply(stdout=printed if "--version" in command.argv else stream)
+
+    (tmp_path / "ws").mkdir()
+    request = cast(AgentRequest, SimpleNamespace(log_dir=tmp_path / "logs"))
+    trajectory = agent.turn(
+        ScriptedWorkspace(tmp_path / "ws", answer), request, "go", session_id=None, index=1, home="/h", timeout_s=10
+    )
+    assert trajectory.agent_version is None  # shown as "unknown" in every report
+
+
+@pytest.mark.parametrize(
+    ("printed", "version"),
+    [
+        ("2.1.112 (Claude Code)\n", "2.1.112 (Claude Code)"),
+        ("codex-cli 0.171.0\n", "codex-cli 0.171.0"),
+        ("\nmy-agent v1.4\nbuilt 2026-11-30\n", "my-agent v1.4"),
+        ("1.0.0", "1.0.0"),
+    ],
+)
+def test_a_version_answer_is_its_first_line(printed: str, version: str) -> None:
+    assert version_in(printed) == version
 
 
 def test_custom_adapter_gets_no_bench_mapping(registry: Registry, tmp_path: Path) -> None:
@@ -482,7 +528,15 @@ def test_adapter_file_symlinked_outside_the_registry(registry: Registry, tmp_pat
     target = outside.add("evil")
     (registry.root / "evil").mkdir()
     (registry.root / "evil" / "adapter.yaml").symlink_to(target)
-    assert only_problem(registry).message == "adapter folder points outside the adapters registry"
+    problem = only_problem(registry)
+    # The symlinked file is named, and where it leads; its folder is a plain folder of the registry.
+    assert problem.file == registry.root / "evil" / "adapter.yaml"
+    assert problem.message == (
+        f"symlink to a file outside the adapters registry {registry.root}: copy the file into "
+        f"{registry.root / 'evil'} instead"
+    )
+    assert problem.value == str(target.resolve())
+    assert "evil" not in known_agents(registry.env)
 
 
 def test_executable_on_path_is_not_an_agent(

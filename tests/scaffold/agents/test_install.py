@@ -130,7 +130,7 @@ def test_a_cli_in_the_bin_dir_is_found_and_run(
     result = pytester.runpytest(f"--workspace-root={pytester.path / 'ws'}", "--agent=codebuddy", "--experiment-id=e")
     assert result.ret != pytest.ExitCode.USAGE_ERROR, result.stderr.str()
     stream = pytester.path / "local" / "logs" / "experiments" / "e" / "trials" / "one-CONTROL-r1" / "agent.turn-1.jsonl"
-    assert "ran from the bin dir" in stream.read_text()
+    assert "ran from the bin dir" in stream.read_text(), stream.with_name("agent.turn-1.stderr.log").read_text()
 
 
 def test_lookup_order_bin_dir_then_prefix_then_path(home: Path, tmp_path: Path) -> None:

@@ -38,6 +38,7 @@ _NOT_SETTINGS = {
     "BENCH_AUTH_TOKEN",
     "COMET_EVAL_AGENT_ROLE",
     "COMET_DIMENSIONS",
+    "COMET_FOLDER",  # the name of a constant (the .comet folder), exported
 }
 _ENV_NAME = re.compile(
     r"[\"'](?:BENCH|COMET|ANTHROPIC|OPENAI|CODEX|QODER|CODEBUDDY|LANGSMITH|LANGFUSE)_[A-Z0-9_]+[\"']"

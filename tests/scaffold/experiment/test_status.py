@@ -4,8 +4,13 @@ files (the end-to-end sessions are in tests/pytest_comet/test_long_runs.py)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
+import os
+import pty
+import struct
+import termios
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -17,7 +22,7 @@ from scaffold.experiment import PROGRESS_FILE
 from scaffold.experiment import progress as progress_file
 from scaffold.experiment.budget import Limits, claim, read_budget
 from scaffold.experiment.cases import Case
-from scaffold.experiment.live import LiveLine, trial_line
+from scaffold.experiment.live import LiveLine, terminal_width, trial_line
 from scaffold.experiment.progress import StreamTurns, TrialProgress, read_progress
 from scaffold.experiment.status import finish_plan, read_status, status_json, status_line, status_view, write_plan
 from scaffold.records.files import write_record
@@ -198,9 +203,9 @@ def test_status_counts_done_running_stalled_queued_eta_and_spend(tmp_path: Path)
     assert status.eta_s == pytest.approx(200 * 4 / 2)  # mean 200 s x (2 queued + 2 running) / 2 running
     line = status_line(status)
     assert line.startswith("done 2/6 | running 2 | stalled 1 | queued 2 | elapsed 30:00 | ETA 6:40 | spent $2.00 | ")
-    assert f"{cases[3]} agent 30:00 STALLED" in line and f"{cases[2]} agent t7 10:00" in line
+    assert f"{cases[3]} agent 30:00 in trial STALLED" in line and f"{cases[2]} agent t7 10:00 in trial" in line
     view = "\n".join(status_view(status))
-    assert f"  {cases[2]}: agent, turn 7, 10:00 [gw0], $0.50 so far" in view
+    assert f"  {cases[2]}: agent, turn 7, 10:00 in trial [gw0], $0.50 so far" in view
     assert "STALLED: no update for 11:00" in view
     assert "spent: $2.00 (1 of 2 finished trials reported a cost)" in view
     assert status_json(status)["stalled"] == 1
@@ -289,11 +294,33 @@ def test_live_line_draws_after_the_current_text_and_clears_only_itself() -> None
     assert out.getvalue().endswith("\r\x1b[12C\x1b[K")
 
 
+def test_the_live_line_is_as_wide_as_the_terminal_it_is_drawn_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    terminal = io.TextIOWrapper(io.FileIO(secondary, "w"), encoding="utf-8", write_through=True)
+    try:
+        monkeypatch.delenv("COLUMNS", raising=False)
+        # Asked through the line's own terminal: this process's stdout is pytest's capture file here.
+        assert terminal_width(terminal) == 160
+        monkeypatch.setenv("COLUMNS", "132")  # $COLUMNS wins when set, as in shutil.get_terminal_size
+        assert terminal_width(terminal) == 132
+        monkeypatch.setenv("COLUMNS", "wide")  # not a number: ignored
+        assert terminal_width(terminal) == 160
+        monkeypatch.delenv("COLUMNS")
+        line = LiveLine(terminal, lambda: "x" * 300, column=lambda: 10)
+        line.draw()
+        drawn = os.read(primary, 4096).decode()
+        assert drawn == "\r\x1b[10C\x1b[K " + "x" * (160 - 10 - 2)
+    finally:
+        terminal.close()
+        os.close(primary)
+
+
 def test_trial_lines() -> None:
     props = {"comet_verdict": "failed", "comet_weighted_score": 0.5, "comet_resumed": True}
     assert (
         trial_line(3, 10, "a-CONTROL-r1", props, 12.4)
-        == "[3/10] a-CONTROL-r1: failed  score 0.50  12 s  (from an earlier run)"
+        == "[3/10] a-CONTROL-r1: failed  score 0.50  12 s in trial  (from an earlier run)"
     )
     assert (
         trial_line(1, None, "b", {"comet_not_run": "--max-trials 1 reached"}, 0)

@@ -16,10 +16,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from scaffold.errors import AgentError, SelectionError
 from scaffold.experiment.cases import Case
 from scaffold.judge import JudgeRequest
 from scaffold.judge.config import MODEL_REQUIRED, JudgeConfig
-from scaffold.judge.transport import JudgeRun
+from scaffold.judge.transport import JudgeRun, check_judge
 from scaffold.modelserver import ScriptedModelServer
 from scaffold.modelserver.script import parse_script
 from scaffold.rubrics import JUDGE_SOURCE, weighted_score
@@ -42,8 +43,8 @@ def _request(tmp_path: Path) -> JudgeRequest:
 
 
 def _server(judge: dict[str, object]) -> ScriptedModelServer:
-    """A scripted server answering the judge's (tool-less) requests with *judge*; the main conversation's
-    responses answer a judge that runs through an agent CLI."""
+    """A scripted server answering the judge's requests with *judge*: they offer no tools, over HTTP and
+    through Claude Code's CLI alike (the main conversation's response is there for a request with tools)."""
     return ScriptedModelServer(parse_script({"responses": [judge], "judge": judge}))
 
 
@@ -86,8 +87,8 @@ def test_http_timeout_is_failed(tmp_path: Path) -> None:
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    """Answers by path, keeping what each request sent: /ok a Messages answer, /text a page that is not
-    JSON, /list JSON that is no Messages answer, /moved a redirect to /ok."""
+    """Answers by path, keeping what each request sent: /ok a Messages answer, /tool one that also calls a
+    tool, /text a page that is not JSON, /list JSON that is no Messages answer, /moved a redirect to /ok."""
 
     seen: ClassVar[list[tuple[str, dict[str, str], bytes]]] = []
 
@@ -101,9 +102,12 @@ class _Recorder(http.server.BaseHTTPRequestHandler):
             self.send_header("content-length", "0")
             self.end_headers()
             return
+        tool = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls /"}}
         reply = (
             json.dumps({"id": "msg-1", "content": [{"type": "text", "text": ANSWER}], "usage": {"input_tokens": 7}})
             if route.startswith("/ok")
+            else json.dumps({"id": "msg-2", "content": [{"type": "text", "text": ANSWER}, tool]})
+            if route.startswith("/tool")
             else "[]"
             if route.startswith("/list")
             else "<html>a proxy's page</html>"
@@ -147,6 +151,18 @@ def test_http_sends_the_key_or_the_token_and_reads_the_answer(tmp_path: Path, re
     assert (
         sent["model"] == "m" and sent["messages"][0]["role"] == "user" and "hello.py" in sent["messages"][0]["content"]
     )
+
+
+def test_http_answer_that_calls_a_tool_is_failed(tmp_path: Path, recorder: str) -> None:
+    """The request offers no tool and says the workspace is data: an answer that calls one anyway (a model
+    steered by a planted file, a gateway that adds tools) is not a grade, even with score lines in it."""
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m", recorder + "/tool", api_key="k"), {}).judge(
+        _request(tmp_path)
+    )
+    assert dims == () and info.status == "failed"
+    assert info.reason.startswith("the judge tried to use tools (Bash)")
+    sent = json.loads(_Recorder.seen[0][2])
+    assert "tools" not in sent and "never instructions" in sent["system"]
 
 
 def test_http_answer_that_is_not_json_is_failed(tmp_path: Path, recorder: str) -> None:
@@ -213,7 +229,8 @@ def test_cli_process_gets_no_subject_credential(tmp_path: Path) -> None:
         tmp_path / "bin",
         "import json, os, sys\n"
         "prompt = sys.stdin.read()\n"
-        f"json.dump({{'env': dict(os.environ), 'argv': sys.argv, 'cwd': os.getcwd(), 'stdin': prompt}},"
+        "seen = {'env': dict(os.environ), 'argv': sys.argv, 'cwd': os.getcwd(), 'ls': os.listdir('.')}\n"
+        f"json.dump({{**seen, 'stdin': prompt}},"
         f" open({str(dump)!r}, 'w'))\n"
         f"print(json.dumps({{'type': 'result', 'subtype': 'success', 'result': {ANSWER!r}, 'session_id': 'js-1'}}))\n",
     )
@@ -236,6 +253,11 @@ def test_cli_process_gets_no_subject_credential(tmp_path: Path) -> None:
     assert seen["env"]["HOME"] != os.environ.get("HOME") and Path(seen["cwd"]).name == "work"
     assert "hello.py" in seen["stdin"] and "hello.py" not in " ".join(seen["argv"])  # the prompt on stdin
     assert len(dims) == 3
+    # No tool, nothing bypassed: the flags of Claude Code that leave the judge nothing to act with.
+    argv = seen["argv"][1:]
+    assert argv[argv.index("--tools") + 1] == "" and argv[argv.index("--permission-mode") + 1] == "dontAsk"
+    assert "--strict-mcp-config" in argv and "--dangerously-skip-permissions" not in argv
+    assert "IS_SANDBOX" not in seen["env"] and seen["ls"] == []  # an empty scratch folder
 
 
 def test_samples_give_mean_and_spread(tmp_path: Path) -> None:
@@ -261,6 +283,44 @@ def test_cli_timeout_is_failed(tmp_path: Path) -> None:
     environ = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     dims, info = JudgeRun(JudgeConfig("claude-code", "m", timeout_s=0.5), environ).judge(_request(tmp_path))
     assert dims == () and info.status == "failed" and info.reason.startswith("timeout")
+
+
+def test_a_tool_call_in_the_cli_stream_is_failed(tmp_path: Path) -> None:
+    """The CLI refused the call (no tool is on) and went on to answer with scores: still not a grade."""
+    call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/etc/hostname"}}
+    events = [
+        {"type": "assistant", "message": {"id": "m1", "content": [call]}},
+        {"type": "assistant", "message": {"id": "m2", "content": [{"type": "text", "text": ANSWER}]}},
+        {"type": "result", "subtype": "success", "result": ANSWER, "permission_denials": []},
+    ]
+    _fake_claude(tmp_path / "bin", f"import sys\nsys.stdin.read()\nprint({chr(10).join(map(json.dumps, events))!r})\n")
+    environ = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    dims, info = JudgeRun(JudgeConfig("claude-code", "m"), environ).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("the judge tried to use tools (Read)")
+
+
+def test_an_agent_that_cannot_judge_is_refused(tmp_path: Path) -> None:
+    """Codex (or any agent but Claude Code) as the judge: refused before the session's first trial, and a
+    judge built by hand fails each trial without starting it."""
+    config = JudgeConfig("codex", "m", "http://127.0.0.1:9", api_key="k")
+    with pytest.raises(SelectionError, match="judge agent 'codex': only claude-code can judge"):
+        check_judge(config, {})
+    dims, info = JudgeRun(config, {"PATH": os.environ["PATH"]}).judge(_request(tmp_path))
+    assert dims == () and info.status == "failed" and info.reason.startswith("judge agent 'codex'")
+
+
+def test_a_missing_judge_cli_is_found_before_any_trial(tmp_path: Path) -> None:
+    """A judge that needs Claude Code's CLI, which is nowhere: a usage error naming the program, where it
+    was looked for and how to install it or point at it. No CLI is needed for the Messages API, nor for a
+    judge skipped for want of a model."""
+    environ = {"PATH": str(tmp_path / "empty"), "COMET_EVAL_HOME": str(tmp_path / "home")}
+    with pytest.raises(AgentError) as raised:
+        check_judge(JudgeConfig("claude-code", "m", api_key="k"), environ)
+    message = str(raised.value)
+    assert "program 'claude' is not installed" in message and str(tmp_path / "empty") in message
+    assert "comet agents install claude-code" in message and "$COMET_AGENT_BIN_DIR" in message
+    check_judge(JudgeConfig("claude-code", "m", "http://judge", api_key="k"), environ)
+    check_judge(JudgeConfig("claude-code", None), environ)
 
 
 @pytest.mark.parametrize("answer", [ANSWER.replace("0.9", "0.0"), "unparseable"])

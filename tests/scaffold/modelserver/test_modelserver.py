@@ -448,7 +448,11 @@ def test_request_log_is_jsonl_with_secrets_redacted(tmp_path: Path) -> None:
         ("responses: []\nconversations: []\n", "give exactly one of `responses` and `conversations`"),
         ("responses: []\nfalback_text: x\n", "falback_text: unknown key; allowed: conversations, cwd, fallback_text"),
         ("responses:\n  - tool_calls: [{input: {a: 1}}]\n", "responses[0].tool_calls[0].name: required key is missing"),
-        ("responses:\n  - {text: hi, tool_calls: [{name: Bash, input: 3}]}\n", "responses[0].tool_calls[0].input"),
+        (
+            "responses:\n  - {text: hi, tool_calls: [{name: Bash, input: 3}]}\n",
+            # One problem for the union's two alternatives, without pydantic's member tags in the key.
+            "responses[0].tool_calls[0].input: expected a mapping or a string (got 3)",
+        ),
         ("responses:\n  - {text: hi}\n  - {}\n", "responses[1]: a response needs `text`, `tool_calls` or `error`"),
         ("responses: []\nusage: {input_tokens: -1}\n", "usage.input_tokens"),
         ("conversations:\n  - {match: a}\n", "conversations[0].responses: required key is missing"),
@@ -497,6 +501,21 @@ def test_cli_reports_a_bad_script_and_exits_2(tmp_path: Path, capsys: pytest.Cap
     assert main(["--script", str(script)]) == 2
     err = capsys.readouterr().err
     assert str(script) in err and "responses" in err
+
+
+def test_a_binary_script_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    script = tmp_path / "model.bin"
+    script.write_bytes(b"\x00\xff\xfe\x00 not text")
+    result = subprocess.run(
+        [sys.executable, "-m", "scaffold.cli.main", "model-server", "--script", str(script)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"error: {script}: not valid YAML: not UTF-8 text (byte 1 cannot be decoded)"
 
 
 def test_the_scripts_and_streams_from_the_real_clis_are_valid() -> None:

@@ -15,11 +15,12 @@ from scaffold.records import TrialRecord
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.comparison import ROW_LIMIT, render_comparison
 from scaffold.reports.config import ENV_VAR, ReportOutputs, parse_report_config, resolve_outputs
+from scaffold.reports.html import render_html
 from scaffold.reports.model import TrialFiles
 from scaffold.reports.results import result_lines, result_row
 from scaffold.reports.summary import render_summary
 from tests.support.factories import REPO
-from tests.support.records import dims, rec, suite, tasks
+from tests.support.records import changed, dims, rec, suite, tasks
 
 # --- results.jsonl ----------------------------------------------------------------------------------------
 
@@ -214,6 +215,39 @@ def test_no_spread_shows_an_interval_and_no_number_of_tasks() -> None:
     assert "about 74 trials per treatment would detect a 10-point change on one task" in comparison
 
 
+def same_scores_on_every_task(control: float, skill: float) -> list[TrialRecord]:
+    """Four tasks, two trials each: every trial of a treatment with the same score on every dimension."""
+    return [
+        rec(f"t{i}", treatment, k, score=score, dimensions=dims(score, score))
+        for i in range(4)
+        for treatment, score in (("CONTROL", control), ("SKILL", skill))
+        for k in (1, 2)
+    ]
+
+
+def test_score_differences_without_spread_are_said_in_words_not_as_a_point_interval() -> None:
+    none = "no difference on any of the 4 paired tasks (no spread, so no interval), p = 1"
+    comparison = render_comparison(build_analysis(same_scores_on_every_task(1.0, 1.0)), "exp")
+    assert "+0.000 [+0.000, +0.000]" not in comparison
+    assert f"- weighted score difference per task: {none}\n" in comparison
+    assert f"| completion | SKILL | 8 | 0 | 1.000 ± 0.000 | 100% | {none} |" in comparison
+    assert f"| skill_invocation | SKILL | 8 | 0 | 1.000 ± 0.000 | 100% | {none} |" in comparison
+    # The same gain on every task: the gain, and still no interval.
+    gained = render_comparison(build_analysis(same_scores_on_every_task(0.5, 0.75)), "exp")
+    assert "[+0.250, +0.250]" not in gained
+    assert (
+        "- weighted score difference per task: +0.250 on each of the 4 paired tasks (no spread, so no interval), p ="
+        in gained
+    )
+    # Differences that vary keep their interval.
+    varied = same_scores_on_every_task(0.5, 0.75)
+    varied[-1] = changed(varied[-1], weighted_score=1.0)
+    assert re.search(
+        r"- weighted score difference per task: \+0\.\d+ \[[-+]0\.\d+, \+0\.\d+\], p = ",
+        render_comparison(build_analysis(varied), "exp"),
+    )
+
+
 def test_the_reports_show_the_exclusion_bounds_and_the_test_of_exclusion_rates() -> None:
     analysis = build_analysis(_tied_exclusions())
     summary = render_summary(analysis, "exp")
@@ -229,6 +263,25 @@ def test_the_reports_show_the_exclusion_bounds_and_the_test_of_exclusion_rates()
         in (comparison)
     )
     assert "(Fisher's exact p = 0.000104 for a difference in exclusion rates); worst case +0.0% [" in comparison
+
+
+def test_durations_say_which_clock_they_are() -> None:
+    # The live line counts from the trial's start, workspace setup included; summary.md's figure is the
+    # same clock (a record's duration_s), and says so: next to the agent's own time it looked contradictory.
+    records = [
+        rec(f"t{i}", t, 1, duration_s=62.5, phases={"workspace_s": 3.0, "agent_s": 41.0})
+        for i in range(3)
+        for t in ("CONTROL", "SKILL")
+    ]
+    analysis = build_analysis(records)
+    summary = render_summary(analysis, "exp")
+    assert "| mean trial time (s) |" in summary and "| 62.50 |" in summary and "mean duration" not in summary
+    assert "Trial time: the whole trial, workspace setup to scoring (the clock the live line shows)" in summary
+    comparison = render_comparison(analysis, "exp")
+    runtime = comparison[comparison.index("## Runtime") : comparison.index("## Rubric dimensions")]
+    assert "Trial time in seconds per analysis trial: workspace setup to scoring" in runtime
+    assert "| CONTROL | 3 | 62.5 | 62.5 | 62.5 | 62.5 | 188 | workspace_s 3.0, agent_s 41.0 |" in runtime
+    assert "Seconds: trial time, workspace setup to scoring (the clock the live line shows)." in render_html(analysis)
 
 
 def test_a_clean_experiment_has_no_exclusion_lines() -> None:

@@ -12,7 +12,7 @@ from scaffold.records import TrialRecord
 from scaffold.reports import html as report_html
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.html import href, render_html
-from tests.support.records import changed, rec, suite, tasks
+from tests.support.records import changed, dims, rec, suite, tasks
 from tests.support.report_html import (
     EXCLUDED,
     LAYOUT_TREATMENTS,
@@ -302,3 +302,18 @@ def test_each_trial_says_how_many_files_the_agent_changed() -> None:
     assert [a.get("title", "") for a in transcripts].count("3 file(s) changed") == 1
     names = [s for s in page.all("span", **{"class": "name"}) if "changed by the agent" in s.get("title", "")]
     assert len(names) == 1 and names[0]["title"].endswith("; 3 file(s) changed by the agent")
+
+
+def test_score_differences_without_spread_are_said_in_words_and_drawn_without_a_bar() -> None:
+    # Every trial of both treatments scores 1.0 on every dimension: each paired difference is 0.
+    records = [
+        rec(f"t{i}", treatment, k, dimensions=dims(1.0, 1.0)) for i in range(4) for treatment in ("CONTROL", "SKILL")
+        for k in (1, 2)
+    ]  # fmt: skip
+    text = render_html(build_analysis(records))
+    assert "+0.000 [+0.000, +0.000]" not in text and "[+0.00, +0.00]" not in text
+    said = "no difference on any of the 4 paired tasks (no spread, so no interval)"
+    assert text.count(f'<td class="n">{said}</td>') == 3  # the verdict's score, completion, skill_invocation
+    chart = text[text.index('id="chart-dim-0"') : text.index("</svg>", text.index('id="chart-dim-0"'))]
+    assert chart.count('class="mark"') == 1 and 'class="err"' not in chart
+    assert "+0.00 n=4, the same on every task: no spread, no interval" in chart

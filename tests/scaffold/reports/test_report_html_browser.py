@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.records import TrialRecord
 from scaffold.reports.html import render_html
 from scaffold.reports.svg import ERROR_BAR, MARK
 from tests.support.png import Image, read_png
@@ -373,3 +374,71 @@ def test_png_reader_undoes_every_filter(tmp_path: Path) -> None:
     assert image.pixel(2, 3) == tuple(rows[3][6:9])
     colour = "#" + rows[4][9:12].hex()
     assert (3, 4) in image.find(colour)
+
+
+# Written into a copy of the page only: what the browser drew outside its box, by its own layout.
+MEASURE_CUTS = """<script>
+const cut = [];
+for (const svg of document.querySelectorAll("svg.chart")) {
+  const frame = svg.getBoundingClientRect();
+  for (const text of svg.querySelectorAll("text")) {
+    const r = text.getBoundingClientRect();
+    const outside = r.left < frame.left - 1 || r.right > frame.right + 1;
+    if (outside || r.top < frame.top - 1 || r.bottom > frame.bottom + 1) {
+      cut.push(svg.id + ": " + text.textContent);
+    }
+  }
+}
+// A header shows its whole name when the name fits on one line, or wraps without overflowing. (An
+// ellipsis clips the text's own boxes too: the name's width on one line is measured apart.)
+for (const th of document.querySelectorAll("table.matrix thead th")) {
+  const style = getComputedStyle(th);
+  const probe = document.createElement("span");
+  probe.style.cssText = "position: absolute; visibility: hidden; white-space: nowrap";
+  probe.style.font = style.font;
+  probe.textContent = th.textContent;
+  document.body.appendChild(probe);
+  const natural = probe.getBoundingClientRect().width;
+  probe.remove();
+  const room = th.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  if (!(natural <= room + 1 || (style.whiteSpace !== "nowrap" && th.scrollWidth <= th.clientWidth))) {
+    cut.push("matrix header: " + th.title);
+  }
+}
+document.body.setAttribute("data-cut", cut.join(" | "));
+</script>"""
+
+
+LONG_NAME = "DYNAMIC_SKILL_WITH_EXAMPLES_AND_REFERENCE_FILES"
+
+
+def two_task_records() -> list[TrialRecord]:
+    """Two tasks (an interval over tasks with one degree of freedom is wide): DYNAMIC_SKILL passes all,
+    with scores 0.92 and 1.0, and costs the most; CONTROL fails one task; a treatment with a long name
+    passes all."""
+    records = trial_set(
+        2,
+        ("CONTROL", "DYNAMIC_SKILL", LONG_NAME),
+        3,
+        lambda t, treatment, i: "passed" if treatment != "CONTROL" or t == 0 else "failed",
+    )
+    first = records[0].task
+    return [
+        changed(r, weighted_score=0.92) if r.treatment == "DYNAMIC_SKILL" and r.task == first else r for r in records
+    ]
+
+
+@pytest.mark.browser
+def test_intervals_stay_on_their_scale_and_no_label_or_name_is_cut(chromium: Path, tmp_path: Path) -> None:
+    page = tmp_path / "two-tasks.html"
+    page.write_text(render_html(analysis_of(two_task_records())), encoding="utf-8")
+    copy = tmp_path / "measured-two-tasks.html"
+    copy.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE_CUTS + "</body>"), encoding="utf-8")
+    dom = run_chromium(chromium, tmp_path, copy, "--dump-dom", "--window-size=1300,2400").stdout
+    cut = re.search(r'data-cut="([^"]*)"', dom)
+    assert cut is not None and cut.group(1) == "", cut and cut.group(1)
+    # The mean score 0.96 over two tasks: its t interval (0.45 to 1.47) ends at the top of the scale.
+    comparison = dom_section(dom, "comparison")
+    assert "0.96 [0.45, 1.00]" in comparison and "0.960 [0.452, 1.000]" in comparison
+    matrix = dom_section(dom, "matrix")
+    assert "DYNAMIC_SKILL" in matrix and LONG_NAME.replace("_", "_<wbr>") in matrix

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from scaffold.reports.format import percent
 from scaffold.reports.svg import (
+    CHAR_W,
     ERROR_BAR,
+    FONT,
     MARK,
     Point,
     Row,
@@ -120,7 +122,9 @@ def test_long_names_are_shortened_on_screen_and_kept_whole_in_titles() -> None:
     shown = [t.text or "" for t in root.iter("text")]
     assert any(s.endswith("…") and len(s) == 28 for s in shown)
     assert any(name in (t.text or "") for t in root.iter("title"))
-    assert float(root.get("width", "0")) == 720  # the label column is capped, the chart keeps its width
+    # The label column is capped: a longer name does not make the chart wider.
+    shorter = parse(interval_chart([Row(name[:40], 0.5)], ident="long", title="t"))
+    assert root.get("width") == shorter.get("width")
 
 
 def test_reference_line_and_symmetric_domain_for_differences() -> None:
@@ -144,6 +148,21 @@ def test_scatter_places_points_with_y_whiskers_and_lists_the_unplottable() -> No
     assert len(bars(root)) == 2
     texts = [t.text or "" for t in root.iter("text")]
     assert any("not plotted" in t and "NOCOST" in t for t in texts)
+
+
+def test_scatter_labels_stay_inside_the_chart_at_its_edges() -> None:
+    # The best and the most expensive treatment sit at the top and right edges: their labels must not be
+    # cut off by the chart's frame (CHAR_W: the widest glyph, so this bounds the drawn text).
+    points = [Point("DYNAMIC_SKILL_VARIANT", 0.30, 1.0, 0.8, 1.0), Point("CONTROL", 0.05, 0.0, 0.0, 0.2)]
+    root = parse(scatter_chart(points, ident="s", title="t", x_label="cost", y_label="pass rate", width=480))
+    width = float(root.get("width", "nan"))
+    labels = [t for t in root.iter("text") if t.text in ("DYNAMIC_SKILL_VARIA…", "CONTROL")]
+    assert len(labels) == 2
+    for label in labels:
+        x, y, extent = float(label.get("x", "nan")), float(label.get("y", "nan")), len(label.text or "") * CHAR_W
+        left, right = (x - extent, x) if label.get("text-anchor") == "end" else (x, x + extent)
+        assert left >= 0 and right <= width, (label.text, left, right, width)
+        assert y - FONT >= 0, (label.text, y)  # the baseline leaves room for the glyphs above it
 
 
 def test_output_is_deterministic() -> None:

@@ -83,6 +83,39 @@ def test_every_section_is_shown_and_every_text_escaped(tmp_path: Path) -> None:
     assert {"./record.json", "./agent.turn-1.jsonl", "./changes.json", "./instruction.md"} <= links
 
 
+def test_the_model_comes_from_the_turns_when_none_was_asked_for(tmp_path: Path) -> None:
+    # Run with the agent's default model: the record names none, every turn's stream names the one used.
+    default = record(agent={"name": "claude-code", "model": None, "version": "2.1.112"})
+    _, dom = page_of(folder(tmp_path, default))
+    facts = dict(zip((d.text() for d in dom.all("dt")), (d.text() for d in dom.all("dd")), strict=True))
+    assert facts["model"] == "m (as the turns name it; none was asked for)"
+    _, asked = page_of(folder(tmp_path / "asked", record()))
+    assert (
+        dict(zip((d.text() for d in asked.all("dt")), (d.text() for d in asked.all("dd")), strict=True))["model"]
+        == "claude-sonnet-4-5"
+    )
+
+
+def test_an_excluded_trial_has_an_excluded_badge_with_its_reason(tmp_path: Path) -> None:
+    noise = {"category": "excluded", "reason": "rate_limited", "source": "structured", "evidence": {}}
+    _, dom = page_of(folder(tmp_path, record(noise=noise)))
+    verdict = dom.by_id("verdict")
+    (badge,) = verdict.all("span", "badge")
+    assert badge.text() == "excluded" and badge.attrs["class"] == "badge excluded"
+    assert dom.by_id("verdict-note").text() == "rate_limited: left out of every figure (recorded as failed)"
+    counted, _ = page_of(folder(tmp_path / "counted", record()))  # flagged: counted, so its verdict shows
+    assert '<span class="badge failed">failed</span>' in counted and 'id="verdict-note"' not in counted
+
+
+def test_each_time_says_what_it_measures(tmp_path: Path) -> None:
+    _, dom = page_of(folder(tmp_path, record(duration_s=62.5, phases={"workspace_s": 3.0, "agent_s": 41.0})))
+    facts = dict(zip((d.text() for d in dom.all("dt")), (d.text() for d in dom.all("dd")), strict=True))
+    assert facts["trial time"] == "62.5 s, workspace setup to scoring"
+    assert facts["phases"] == "workspace 3.0 s, agent 41.0 s"
+    stats = dom.by_id("turns").all(cls="turn-stats")[0].text()
+    assert "time (agent-reported): 1.5 s" in stats
+
+
 def test_an_old_trial_without_instruction_changes_or_streams_still_renders(tmp_path: Path) -> None:
     old = rec("t", "CONTROL", 1, "passed", agent={"name": "oracle"})
     trial = tmp_path / "t-CONTROL-r1"

@@ -31,7 +31,9 @@ SETTINGS = GeneratorSettings("claude-code", "m")
 
 @pytest.fixture
 def skill(tmp_path: Path) -> Path:
-    root = tmp_path / "my skill"
+    # A space in the path, not in the name: a skill's name becomes its folder in workspaces and must be plain.
+    root = tmp_path / "my skills" / "my-skill"
+    root.parent.mkdir()
     shutil.copytree(REPO / "examples" / "markdown-report", root)
     return root
 
@@ -89,6 +91,7 @@ def test_layout_files_and_reuse_without_generator_call(
     key = generation_key(take_snapshot(skill).hash, manifest, agent="claude-code", model="m", base_url=None)
     assert path == owner / ".comet" / "eval" / "generated" / "my-skill" / key / "eval.yaml"
     assert lock_path(owner, key).is_file()
+    assert (owner / ".comet" / ".gitignore").read_text() == "*\n"  # the cache is never committed with the skill
     data = yaml.safe_load(path.read_text())
     assert data["apiVersion"] == "comet.eval/v1alpha1" and data["kind"] == "SkillEvalManifest"
     assert data["metadata"]["generationHash"] == key and data["skill"]["source"] == str(skill)

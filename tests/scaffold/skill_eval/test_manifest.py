@@ -167,6 +167,40 @@ def test_find_manifest_prefers_yaml_then_yml(tmp_path: Path) -> None:
     assert find_manifest(root) == root / "comet" / "eval.yaml"
 
 
+def test_an_eval_yaml_that_is_a_folder_is_an_error_naming_it(tmp_path: Path) -> None:
+    # Found as nothing, it would let the skill run as if it declared no task.
+    root = tmp_path / "s"
+    (root / "comet" / "eval.yaml").mkdir(parents=True)
+    with pytest.raises(ManifestError) as caught:
+        find_manifest(root)
+    assert str(caught.value) == (
+        f"{root / 'comet' / 'eval.yaml'}: is a folder; the manifest must be a YAML file (rename or remove it)"
+    )
+    assert problems(root / "comet" / "eval.yaml") == [
+        ("", "is a folder; the manifest must be a YAML file (rename or remove it)")
+    ]
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden", "has space", "x" * 101])
+def test_a_skill_name_that_cannot_be_a_folder_name_is_refused(tmp_path: Path, name: str) -> None:
+    # The name becomes the skill's folder in every workspace (.claude/skills/<name>/).
+    path = package(tmp_path, {**base(tasks=[inline()]), "skill": {"name": name}})
+    rule = "must start with a letter or digit and use only letters, digits, '.', '_' and '-' (at most 100)"
+    assert problems(path) == [("skill.name", f"{rule}: it names the skill's folder in the workspace")]
+
+
+def test_a_skill_named_after_its_folder_needs_a_plain_folder_name(tmp_path: Path) -> None:
+    path = package(tmp_path, base(tasks=[inline()]), name="my skill")
+    ((key, message),) = problems(path)
+    assert (key, message) == (
+        "skill",
+        "the skill's folder name 'my skill' must start with a letter or digit and use only letters, digits, "
+        "'.', '_' and '-' (at most 100): set skill.name",
+    )
+    path.write_text(yaml.safe_dump({**base(tasks=[inline()]), "skill": {"name": "my-skill"}}))
+    assert load_manifest(path, builtin_tasks=BUILTIN).skill.name == "my-skill"
+
+
 def test_synthesized_manifest_of_a_skill_folder(tmp_path: Path) -> None:
     path = package(tmp_path, "")
     manifest = synthesize_manifest(path.parent.parent)

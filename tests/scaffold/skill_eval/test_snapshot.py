@@ -93,3 +93,42 @@ def test_quoted_files_symlinks_and_own_artifacts(tmp_path: Path) -> None:
 def test_no_skill_md_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SkillSnapshotError, match=r"SKILL\.md"):
         take_snapshot(tmp_path)
+
+
+def test_modules_skill_md_imports_are_read_with_the_modules_they_import(tmp_path: Path) -> None:
+    """A skill whose code lives outside the usual folders (slack-gif-creator's ``core/*.py``), imported as
+    modules: the generator sees that code, not SKILL.md alone; modules outside the skill are not sought."""
+    root = tmp_path / "skill"
+    (root / "core").mkdir(parents=True)
+    (root / "tools").mkdir()
+    (root / "SKILL.md").write_text(
+        "# GIFs\n\n```python\nimport json\nfrom core.gif_builder import GIFBuilder\nfrom core import easing\n```\n\n"
+        "Check a file with `python3 -m tools.check out.gif`.\n"
+    )
+    (root / "core" / "__init__.py").write_text("")
+    (root / "core" / "gif_builder.py").write_text("from .frames import Frame\nimport numpy\n\nclass GIFBuilder: ...\n")
+    (root / "core" / "frames.py").write_text("class Frame: ...\n")
+    (root / "core" / "easing.py").write_text("def ease(t): return t\n")
+    (root / "core" / "unused.py").write_text("# nobody imports this\n")
+    (root / "tools" / "check.py").write_text("print('ok')\n")
+    kept = [f.path for f in take_snapshot(root).files]
+    assert kept[0] == "SKILL.md"
+    assert set(kept) == {
+        "SKILL.md",
+        "core/__init__.py",
+        "core/gif_builder.py",
+        "core/easing.py",
+        "core/frames.py",
+        "tools/check.py",
+    }
+
+
+def test_the_generator_prompt_states_the_environment(tmp_path: Path) -> None:
+    from scaffold.skill_eval.prompt import generator_prompt
+
+    root = tmp_path / "skill"
+    root.mkdir()
+    (root / "SKILL.md").write_text("# S\n")
+    prompt = generator_prompt(take_snapshot(root), skill_name="s", profile=None, previous_error=None)
+    assert "no internet" in prompt and "Python 3 with its standard library only" in prompt
+    assert "nothing can be installed" in prompt

@@ -245,6 +245,25 @@ def test_mean_over_tasks_edges() -> None:
     assert unbounded.low < 0.0  # scores are not clipped unless bounds are given
 
 
+def test_score_intervals_stay_on_the_scale_of_scores() -> None:
+    # Two tasks (t with one degree of freedom): the mean score 0.96 had the interval 0.49 to 1.44, a score
+    # no trial can have. Clipped to [0, 1] (and a difference of scores to [-1, 1]), as pass rates are.
+    outcomes = [
+        *trials("a", "CONTROL", "PP", [0.0, 0.0]),
+        *trials("b", "CONTROL", "PP", [1.0, 1.0]),
+        *trials("c", "CONTROL", "PP", [0.0, 0.0]),
+        *trials("a", "SKILL", "PP", [0.92, 0.92]),
+        *trials("b", "SKILL", "PP", [1.0, 1.0]),
+        *trials("c", "SKILL", "PP", [1.0, 1.0]),
+    ]
+    two = summarize_treatments([o for o in outcomes if o.task != "c"])
+    skill = next(t for t in two if t.treatment == "SKILL").mean_score
+    assert skill.mean == pytest.approx(0.96) and skill.high == 1.0 and 0.0 <= skill.low < 0.96
+    difference = compare_treatments(summarize_tasks(outcomes), "CONTROL", "SKILL", "mean_score")
+    assert isinstance(difference, PairedComparison)
+    assert difference.mean_difference == pytest.approx(0.64) and difference.high == 1.0 and difference.low >= -1.0
+
+
 # --- reducer and adapter ---------------------------------------------------------------------------------
 
 

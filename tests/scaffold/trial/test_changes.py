@@ -4,6 +4,7 @@ trial through the Runner whose changes.json and record tell the same story."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -205,7 +206,11 @@ def test_diff_text_for_the_judge_is_bounded_and_names_files_without_a_diff() -> 
     cut = diff_text(found, limit=20)
     assert cut.startswith(text[:20]) and cut.endswith("# (cut here)\n")
     prompt = generic_prompt("Do it.", (), ValidationOutcome(), _Empty(), text)
-    assert "=== what the agent changed (unified diffs) ===\n--- /dev/null" in prompt
+    # Inside the markers of untrusted data: the judge grades it, never takes it as instructions.
+    assert re.search(
+        r"=== what the agent changed \(unified diffs\) ===\n<<<BEGIN UNTRUSTED DATA \w+: diffs>>>\n--- /dev/null",
+        prompt,
+    )
     assert "what the agent changed" not in generic_prompt("Do it.", (), ValidationOutcome(), _Empty())
 
 

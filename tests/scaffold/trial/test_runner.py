@@ -14,6 +14,7 @@ from scaffold.errors import RecordError
 from scaffold.experiment.cases import Case
 from scaffold.records import SCHEMA_VERSION
 from scaffold.records.files import read_record
+from scaffold.trial.logs import LOG_CAP_BYTES, cap_file
 from scaffold.workspaces.base import NO_NETWORK
 from tests.support.factories import TaskFactory, make_runner
 
@@ -124,6 +125,8 @@ def test_workspace_retention(
         ws = tmp_path / "ws" / runner.experiment.workspace_key(Case(outcome.record.task, "CONTROL", 1))
         assert ws.exists() is kept
         assert outcome.record.workspace.kept is kept
+        if kept:  # the trials' folder of the experiment is its owner's alone: other users see no workspace
+            assert ws.parent.stat().st_mode & 0o077 == 0
         assert (outcome.record.workspace.path == str(ws)) is kept
 
 
@@ -322,3 +325,38 @@ def test_stop_ends_a_trial_in_flight_and_leaves_no_record(factory: TaskFactory, 
     assert not runner.experiment.record_path(case).exists()  # a resume runs it again
     runner.backend.drain()  # a removal may go on in the background (scaffold.workspaces.local)
     assert not list((tmp_path / "ws").glob("**/started.txt"))  # not kept, although keep_workspaces=all
+
+
+def test_a_runaway_agents_output_is_capped_with_its_start_and_end_kept(factory: TaskFactory, tmp_path: Path) -> None:
+    # About 23 MB on stdout, over the 16 MiB cap: numbered lines, so what was kept can be told exactly.
+    factory.task("loud", solve="seq 1 3000000\necho done > out.txt\n")
+    outcome = runner_for(factory, tmp_path).run(Case("loud", "CONTROL", 1))
+    assert outcome.record.verdict == "passed"
+    log = outcome.record_path.parent / "agent.stdout.log"
+    assert log.stat().st_size <= LOG_CAP_BYTES + 200
+    lines = log.read_text().splitlines()
+    cut = [i for i, line in enumerate(lines) if line.startswith("[comet-eval: ")]
+    assert len(cut) == 1 and "bytes cut here: the stream had 22,888,896 bytes" in lines[cut[0]]
+    head, tail = lines[: cut[0]], lines[cut[0] + 1 :]
+    assert head == [str(n) for n in range(1, len(head) + 1)]  # whole lines from the first on
+    assert tail == [str(n) for n in range(3000001 - len(tail), 3000001)]  # whole lines to the last
+
+
+def test_a_capped_stream_still_parses_and_says_what_was_cut(tmp_path: Path) -> None:
+    from scaffold.agents.streams.claude import parse_claude_stream
+
+    source = (Path(__file__).parents[2] / "data" / "streams" / "claude-code-basic.jsonl").read_text()
+    stream = tmp_path / "agent.turn-1.jsonl"
+    lines = source.splitlines()
+    stream.write_text(
+        "\n".join([*lines[:2], *[json.dumps({"type": "noise", "n": i}) for i in range(5000)], *lines[2:]]) + "\n"
+    )
+    whole = parse_claude_stream(source.splitlines())
+    assert cap_file(stream, 16_384)
+    capped = stream.read_text().splitlines()
+    assert all(isinstance(json.loads(line), dict) for line in capped)  # every line still JSON
+    marker = [json.loads(line) for line in capped if '"comet_log_cut"' in line]
+    assert len(marker) == 1 and marker[0]["bytes_cut"] > 0
+    assert capped[:2] == lines[:2] and capped[-len(lines[2:]) :] == lines[2:]
+    assert parse_claude_stream(capped).final_text == whole.final_text
+    assert not cap_file(stream, 1 << 20)  # within the cap: left alone

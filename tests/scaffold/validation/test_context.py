@@ -51,7 +51,7 @@ OUTPUTS = {"evaluation.outputs": {"skill_package_path": "generated-skill", "kept
 def test_task_outputs_are_a_strict_table_of_strings(factory: TaskFactory) -> None:
     task = load_task(factory.task("ok", **OUTPUTS))
     assert task.spec.evaluation.outputs == {"skill_package_path": "generated-skill", "kept": "from-task"}
-    with pytest.raises(TaskError, match=r"\[evaluation\] outputs.n.*valid string"):
+    with pytest.raises(TaskError, match=r"\[evaluation\] outputs.n: expected a string \(got 3\)"):
         load_task(factory.task("bad", **{"evaluation.outputs": {"n": 3}}))
     with pytest.raises(TaskError, match=r"\[evaluation\] outputs"):
         load_task(factory.task("empty", **{"evaluation.outputs": {"x": ""}}))

@@ -84,6 +84,7 @@ def test_comet_eval_hands_the_aliases_to_the_pytest_session(tmp_path: Path) -> N
     folder = skill(tmp_path / "skills", manifest_data())
     parsed = args(folder, "--agent", "oracle", "--image-alias", "ubuntu:24.04=comet-eval/base:trixie")
     parsed.image_alias_file = tmp_path / "aliases.toml"
+    parsed.image_alias_file.write_text('[image-aliases]\n"python:3.13" = "comet-eval/base:trixie"\n')
     plan = plan_eval(parsed, process_env={"HOME": str(tmp_path)})
     argv = command.pytest_arguments(plan, parsed, plan.manifest.file)
     assert "--comet-image-alias=ubuntu:24.04=comet-eval/base:trixie" in argv

@@ -224,6 +224,7 @@ def test_a_killed_docker_runs_workspace_and_control_folder_go_at_the_next_start(
     assert list(root.glob(".comet-ctl/*")) == []
 
 
+@pytest.mark.usefixtures("unconfined")  # confined, the escaped child ends with its command
 def test_destroying_a_workspace_ends_what_its_agent_left_running(factory: TaskFactory, tmp_path: Path) -> None:
     """Ctrl-C mid-agent: the runner destroys the workspace before validation ever began; an escaped child
     (its own session) ends with it, as strict validation would have ended it."""

@@ -112,6 +112,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         probe.close()
         if not available and os.environ.get("COMET_CI") != "1":
             pytest.skip("this machine gives the local backend no network namespace (see IsolationWarning)")
+        request.getfixturevalue("unconfined")  # confined, the escapers end with their command
         made: Backend = LocalBackend(tmp_path / "ws")
     else:
         request.getfixturevalue("docker_base_image")  # skips without an engine, fails in CI

@@ -62,12 +62,18 @@ def _collect(tmp_path: Path, *argv: str | Path, env: dict[str, str] | None = Non
     home, tmp = tmp_path / "home", tmp_path / "tmp"
     home.mkdir(exist_ok=True)
     tmp.mkdir(exist_ok=True)
+    # The agent's program, where a run looks for it: --collect fails when it is missing, as the run does.
+    programs = tmp_path / "agent-bin"
+    programs.mkdir(exist_ok=True)
+    (programs / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (programs / "claude").chmod(0o755)
     child_env = {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": str(home),
         "TMPDIR": str(tmp),
         "PYTHONPATH": os.pathsep.join([str(hook_dir), str(REPO)]),
         "LANG": "C.UTF-8",
+        "COMET_AGENT_BIN_DIR": str(programs),
         **(env or {}),
     }
     code = (
@@ -104,7 +110,8 @@ def test_collect_writes_nothing_and_opens_no_socket(tmp_path: Path, case: str) -
     (tmp_path / "tmp").mkdir()
     before = _tree(folder, tmp_path / "home", tmp_path / "tmp")
     code, output, events = _collect(tmp_path, *argv, env=env)
-    assert code == 0, output
+    # An agent that cannot start fails the dry run as it fails the run: exit 2, still nothing done.
+    assert code == (2 if case == "missing-credentials" else 0), output
     assert events == [], f"--collect did something: {events}"
     assert _tree(folder, tmp_path / "home", tmp_path / "tmp") == before
     assert "Static collection only" in output
@@ -112,6 +119,9 @@ def test_collect_writes_nothing_and_opens_no_socket(tmp_path: Path, case: str) -
     if case == "synthesized":
         assert re.search(r"Tasks:\s+pending generation", output)
         assert "a normal comet eval run generates them" in output
+        # What the generator will read of the skill, listed (reading it writes nothing either).
+        assert re.search(r"generator snapshot: \d+ file\(s\), [\d,]+ bytes \(sha256:", output), output
+        assert "    - SKILL.md\n" in output
     if case == "missing-credentials":
         assert re.search(r"Agent check: +fails: agent 'claude-code' needs credentials", output)
 

@@ -241,6 +241,7 @@ def test_profile_report_config_and_backend_precedence(tmp_path: Path, env: dict[
     assert plan(env, declared).backend.value == "local"
     assert plan(env, declared, "--backend", "docker").backend.value == "docker"
     config = tmp_path / "r.json"
+    config.write_text('{"report_outputs": {"html": true}}')  # read as the run reads it: it must exist
     assert plan({**env, "COMET_EVAL_REPORT_CONFIG": str(config)}, declared).report_config.source.startswith(
         "environment"
     )

@@ -214,7 +214,7 @@ def test_progress_lines_and_the_live_line(tmp_path: Path) -> None:
     (trial / PROGRESS_FILE).write_text(json.dumps(progress_file))
     # The live line is the experiment's status line (scaffold.experiment.status), the one pytest sessions show.
     assert progress.live_line().startswith("done 0 | running 1 | elapsed ? | ETA ? | spent n/a | ")
-    assert progress.live_line().endswith("writes-summary-CONTROL-r1 agent t2 1:05")
+    assert progress.live_line().endswith("writes-summary-CONTROL-r1 agent t2 1:05 in trial")
     assert progress.live is not None
     progress.live.draw()
     report = SimpleNamespace(
@@ -249,3 +249,70 @@ def test_progress_lines_and_the_live_line(tmp_path: Path) -> None:
     assert quiet.not_run == 1 and quiet.invalid == 0
     assert plain.getvalue().splitlines()[-1] == "[2/1] other-CONTROL-r1: not run: --max-trials 1 reached"
     assert "\x1b" not in plain.getvalue() and "\r" not in plain.getvalue()  # not a terminal: the finished lines only
+
+
+# An agent CLI that knows no --version: whatever it is given, it prints its JSON stream (and, asked for a
+# task, takes three seconds and writes the expected file). The stream names no version either.
+SLOW_AGENT = """#!{python}
+import json, sys, time
+from pathlib import Path
+
+def emit(event):
+    print(json.dumps(event), flush=True)
+
+emit({{"type": "system", "subtype": "init", "session_id": "13e3f0c2-session"}})
+if "--version" not in sys.argv:
+    time.sleep(3)
+    Path("summary.md").write_text("# Summary\\nall good\\n")
+emit({{"type": "result", "subtype": "success", "is_error": False, "result": "done", "session_id": "13e3f0c2-session"}})
+"""
+
+
+def slow_adapter(root: Path) -> Path:
+    """A registry with the custom adapter ``slow``: :data:`SLOW_AGENT`, no credentials."""
+    program = root / "slow-agent"
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(SLOW_AGENT.format(python=sys.executable))
+    program.chmod(0o755)
+    adapter = {
+        "apiVersion": "comet.eval.agent/v1alpha1",
+        "kind": "EvalAgentAdapter",
+        "metadata": {"id": "slow", "version": "1.0.0"},
+        "runtime": {"executable": str(program), "install": {"kind": "none"}},
+        "capabilities": {"singleTurn": True, "resume": True, "structuredEvents": True, "skillInvocationEvidence": True},
+    }
+    (root / "adapters" / "slow").mkdir(parents=True)
+    (root / "adapters" / "slow" / "adapter.yaml").write_text(json.dumps(adapter))
+    return root / "adapters"
+
+
+@pytest.mark.slow
+def test_the_live_line_fills_a_wide_terminal_and_an_agent_without_version_is_unknown(tmp_path: Path) -> None:
+    from tests.pytest_comet.test_long_runs import drawn_lines, run_on_pty
+
+    task = {**INLINE, "name": "writes-a-summary-of-the-quarterly-results"}
+    folder = skill(tmp_path / "skills", manifest_data(evaluation={"tasks": [task]}))
+    found = shutil.which("comet", path=str(Path(sys.executable).parent))
+    assert found
+    (tmp_path / "tmp").mkdir()
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "COMET_EVAL_HOME": str(tmp_path / "eval-home"),
+        "COMET_EVAL_ADAPTERS_DIR": str(slow_adapter(tmp_path)),
+    }
+    argv = [found, "eval", str(folder), "--agent", "slow", "--experiment-id", "wide"]
+    # 160 columns that only the terminal knows ($COLUMNS unset, as an interactive shell leaves it): while
+    # a trial runs, pytest's capturing holds file descriptor 1, where the width used to be asked (98).
+    code, shown = run_on_pty(argv, tmp_path, columns=160, export_columns=False, env=env)
+    assert code == 0, shown
+    drawn = drawn_lines(shown)
+    assert drawn, shown
+    assert 98 < max(column + len(text) for column, text in drawn) <= 160 - 2, drawn
+    running = r"writes-a-summary-of-the-quarterly-results-(CONTROL|DYNAMIC_SKILL)-r1 agent( t\d+)? \d:\d\d in trial"
+    assert any(re.search(running, text) for _, text in drawn), drawn
+    # Its --version printed a stream, not a version: "unknown", never a piece of the stream.
+    summary = next((folder / ".comet" / "eval" / "runs" / "experiments").glob("*/summary.md")).read_text()
+    row = next(line for line in summary.splitlines() if line.startswith("| CONTROL | slow |"))
+    assert row.startswith("| CONTROL | slow | unknown |"), row
+    assert "13e3" not in summary and "session_id" not in summary
