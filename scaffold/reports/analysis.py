@@ -257,6 +257,8 @@ def _comparable(verdict: TreatmentVerdict, identities: Identities) -> TreatmentV
     return msgspec.structs.replace(
         verdict,
         label=label,
+        on_tasks_label=label,
+        on_tasks_reason="",
         reason=f"{found.describe()}; the difference measured is not the treatment's effect, so no verdict is given",
         raw_label=label,
         strict_label=label,

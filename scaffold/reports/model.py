@@ -36,6 +36,7 @@ from scaffold.stats import (
     SampleSize,
     TreatmentStats,
 )
+from scaffold.stats.stratified import OnTasksComparison
 
 __all__ = [
     "INCONCLUSIVE",
@@ -560,7 +561,8 @@ class TreatmentVerdict(msgspec.Struct, frozen=True):
     reason: str
     """One sentence with the figures that decided the label."""
     pass_rate: PairedComparison | Insufficient
-    """Paired per-task pass-rate comparison on the analysis set (decides the label)."""
+    """Paired per-task pass-rate comparison across tasks on the analysis set (decides the label when
+    ``scope`` is "across tasks")."""
     score: PairedComparison | Insufficient
     """Paired per-task mean weighted score comparison on the analysis set (reported beside it)."""
     raw_label: Label
@@ -580,6 +582,23 @@ class TreatmentVerdict(msgspec.Struct, frozen=True):
     mismatch: Mismatch | None = None
     """What differs between the two treatments besides the treatment, when something does: the label is
     then "not comparable: <field> differs" (reports only made with --allow-mixed)."""
+    scope: str = "across tasks"
+    """Which inference decided the label: "across tasks" (tasks like these, the task as the unit) or
+    "on these tasks" (the tasks run, their trials as the units): scaffold.reports.verdicts."""
+    on_tasks: OnTasksComparison | Insufficient | None = None
+    """The pass-rate comparison on these tasks (scaffold.stats.stratified), decisive or not."""
+    on_tasks_label: Label = INSUFFICIENT
+    """What the comparison on these tasks alone says (without the data-quality rules when it does not
+    decide)."""
+    on_tasks_reason: str = ""
+    """Its figures, when it does not decide (the reports show it beside an across-tasks verdict)."""
+
+    @property
+    def scope_note(self) -> str:
+        """What the deciding scope's answer is about, for the reports."""
+        if self.scope == "on these tasks":
+            return "about these tasks only (their trials as the evidence), not about tasks like them"
+        return "about tasks like these (the tasks as a sample), with the tasks as the unit"
 
     @property
     def decisive(self) -> bool:
@@ -594,9 +613,10 @@ class ExclusionCheck(msgspec.Struct, frozen=True):
     """How far excluded trials could move a verdict (scaffold.stats.exclusions), and whether the two
     treatments lost different shares of trials to exclusion."""
 
-    worst: PairedComparison | Insufficient
-    """Pass-rate comparison with the treatment's excluded trials as failures, the baseline's as passes."""
-    best: PairedComparison | Insufficient
+    worst: PairedComparison | OnTasksComparison | Insufficient
+    """Pass-rate comparison (of the deciding scope) with the treatment's excluded trials as failures, the
+    baseline's as passes."""
+    best: PairedComparison | OnTasksComparison | Insufficient
     """The other extreme: the treatment's excluded trials as passes, the baseline's as failures."""
     worst_label: Label
     best_label: Label

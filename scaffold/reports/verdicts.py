@@ -1,16 +1,27 @@
 """The verdict of each treatment against the baseline: the policy, in one place.
 
-Decided in this order, for one treatment:
+Two scopes of inference (scaffold.stats.paired and scaffold.stats.stratified):
 
-1. "Insufficient clean data": the baseline has no trials, or fewer than ``MIN_TASKS`` tasks have a
-   pass rate under both treatments in the analysis set.
+* **across tasks**: the tasks are a sample of tasks like them; the paired sign-flip test over tasks
+  answers "does the skill help on tasks like these". It needs ``across_tasks_needed(alpha)`` paired
+  tasks (6 at alpha 0.05: with fewer, no outcome can reach p <= alpha).
+* **on these tasks**: conditional on the tasks that were run; their trials are the units and the tasks
+  strata (the exact stratified test and a score interval): "does the skill change the pass rate on
+  these tasks". Valid with one task; it says nothing about other tasks.
+
+The verdict is decided across tasks when there are enough paired tasks, else on these tasks, and says
+which; the other scope's answer is kept beside it (``TreatmentVerdict.on_tasks_label``, and the
+across-tasks comparison in ``pass_rate``). Within the deciding scope, in this order:
+
+1. "Insufficient clean data": the baseline has no trials, or no task has a pass rate under both
+   treatments in the analysis set.
 2. "Inconclusive due to data quality": more than ``EXCLUDED_SHARE_LIMIT`` of either side's trials were
    excluded; or the label changes within the bounds the excluded trials allow (the comparison redone
    with the treatment's excluded trials counted as failures and the baseline's as passes, and the
    other way round: scaffold.stats.exclusions); or it changes on the strict set (flagged trials
    dropped). The answer then depends on what the noisy trials would have shown.
-3. "improvement" / "regression": the paired sign-flip test over tasks gives p <= ``alpha`` and the
-   interval of the mean per-task pass-rate difference excludes 0 (both must agree); the sign names it.
+3. "improvement" / "regression": the scope's test gives p <= ``alpha`` and the interval of the mean
+   per-task pass-rate difference excludes 0 (both must agree); the sign names it.
 4. "no significant difference" otherwise. Never a fixed threshold on the drop.
 
 Why bounds rather than the raw set (excluded trials kept as they were recorded), which this replaced:
@@ -36,7 +47,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
@@ -52,8 +63,21 @@ from scaffold.stats import (
     trials_needed,
 )
 from scaffold.stats.exclusions import fisher_exact, impute_excluded
+from scaffold.stats.stratified import OnTasksComparison, compare_on_tasks
 
-__all__ = ["EXCLUDED_SHARE_LIMIT", "MIN_TASKS", "TaskSets", "decide", "label_of"]
+__all__ = [
+    "ACROSS_TASKS",
+    "EXCLUDED_SHARE_LIMIT",
+    "MIN_TASKS",
+    "ON_THESE_TASKS",
+    "TaskSets",
+    "across_tasks_needed",
+    "decide",
+    "label_of",
+]
+
+ACROSS_TASKS: Final = "across tasks"
+ON_THESE_TASKS: Final = "on these tasks"
 
 MIN_TASKS: Final = 3  # paired tasks below which no comparison is attempted (stats.compare_treatments)
 # More than half of a side's trials lost to noise: whatever survives is not a fair sample of the tasks.
@@ -71,8 +95,17 @@ class TaskSets:
     excluded: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
 
 
-def label_of(comparison: PairedComparison | Insufficient, alpha: float) -> Label:
-    """The label of one paired comparison alone (without the data-quality rules of a verdict)."""
+def across_tasks_needed(alpha: float) -> int:
+    """The fewest paired tasks at which the exact sign-flip test can reach p <= *alpha* at all (its
+    smallest p is 2 / 2^n): 6 at 0.05. Below it the across-tasks scope cannot decide anything."""
+    n = MIN_TASKS
+    while 2.0 / (1 << n) > alpha:
+        n += 1
+    return n
+
+
+def label_of(comparison: PairedComparison | OnTasksComparison | Insufficient, alpha: float) -> Label:
+    """The label of one comparison alone (without the data-quality rules of a verdict)."""
     if isinstance(comparison, Insufficient):
         return INSUFFICIENT
     # Both the test and the interval must exclude "no difference"; near the boundary they can disagree,
@@ -113,19 +146,40 @@ def decide(
         )
     pass_rate = _compare(sets.analysis, baseline, treatment, "pass_rate")
     score = _compare(sets.analysis, baseline, treatment, "mean_score")
-    label = label_of(pass_rate, alpha)
+    on_tasks = compare_on_tasks(sets.analysis, baseline, treatment)
+    across = isinstance(pass_rate, PairedComparison) and pass_rate.n >= across_tasks_needed(alpha)
+    scope = ACROSS_TASKS if across else ON_THESE_TASKS
+    compare = _across(baseline, treatment) if across else _on_tasks(baseline, treatment)
+    decisive = pass_rate if across else on_tasks
+    label = label_of(decisive, alpha)
+    on_label = label_of(on_tasks, alpha)
     noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
-    raw_label = label_of(_compare(sets.raw, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    strict_label = label_of(_compare(sets.strict, baseline, treatment, "pass_rate"), alpha) if noisy else label
-    if isinstance(pass_rate, Insufficient):
+    raw_label = label_of(compare(sets.raw), alpha) if noisy else label
+    strict_label = label_of(compare(sets.strict), alpha) if noisy else label
+    if isinstance(decisive, Insufficient):
         excluded = ", ".join(f"{counts[t].excluded} of {counts[t].trials} {t} trials" for t in (baseline, treatment))
-        reason = f"{pass_rate.reason}; excluded as noise: {excluded}"
+        reason = f"{decisive.reason}; excluded as noise: {excluded}"
         return TreatmentVerdict(
-            treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, None, None, None
+            treatment,
+            baseline,
+            label,
+            reason,
+            pass_rate,
+            score,
+            raw_label,
+            strict_label,
+            None,
+            None,
+            None,
+            scope=scope,
+            on_tasks=on_tasks,
+            on_tasks_label=on_label,
         )
-    power = tasks_needed(pass_rate.sd, effect, alpha, trials=_typical_trials(sets.analysis, pass_rate))
-    trials = trials_needed(_baseline_rate(sets.analysis, baseline, pass_rate.tasks), effect, alpha)
-    bounds = _bounds(sets, baseline, treatment, counts, alpha, pass_rate)
+    power = trials = None
+    if isinstance(pass_rate, PairedComparison):
+        power = tasks_needed(pass_rate.sd, effect, alpha, trials=_typical_trials(sets.analysis, pass_rate))
+    trials = trials_needed(_baseline_rate(sets.analysis, baseline, decisive.tasks), effect, alpha)
+    bounds = _bounds(sets, baseline, treatment, counts, alpha, decisive, compare)
     lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
     worst = max(lost, key=lambda t: (lost[t], t))
     if lost[worst] > EXCLUDED_SHARE_LIMIT:
@@ -149,9 +203,48 @@ def decide(
         )
         label = INCONCLUSIVE
     else:
-        reason = _figures(pass_rate, alpha, label)
+        reason = _figures(decisive, alpha, label)
+    on_reason = ""
+    if not across:
+        reason += "; " + _why_not_across(pass_rate, alpha)
+    elif isinstance(on_tasks, OnTasksComparison):
+        on_reason = _figures(on_tasks, alpha, on_label)
     return TreatmentVerdict(
-        treatment, baseline, label, reason, pass_rate, score, raw_label, strict_label, power, trials, bounds
+        treatment,
+        baseline,
+        label,
+        reason,
+        pass_rate,
+        score,
+        raw_label,
+        strict_label,
+        power,
+        trials,
+        bounds,
+        scope=scope,
+        on_tasks=on_tasks,
+        on_tasks_label=on_label,
+        on_tasks_reason=on_reason,
+    )
+
+
+Compare = Callable[[Sequence[TaskSummary]], "PairedComparison | OnTasksComparison | Insufficient"]
+
+
+def _across(baseline: str, treatment: str) -> Compare:
+    return lambda summaries: _compare(summaries, baseline, treatment, "pass_rate")
+
+
+def _on_tasks(baseline: str, treatment: str) -> Compare:
+    return lambda summaries: compare_on_tasks(summaries, baseline, treatment)
+
+
+def _why_not_across(pass_rate: PairedComparison | Insufficient, alpha: float) -> str:
+    needed = across_tasks_needed(alpha)
+    have = pass_rate.n
+    return (
+        f"decided on these tasks, about them only: across tasks (tasks like these) needs {needed} paired tasks "
+        f"at alpha {alpha} and there {'is' if have == 1 else 'are'} {have}"
     )
 
 
@@ -174,20 +267,17 @@ def _bounds(
     treatment: str,
     counts: Mapping[str, Counts],
     alpha: float,
-    comparison: PairedComparison,
+    comparison: PairedComparison | OnTasksComparison,
+    compare: Compare,
 ) -> ExclusionCheck:
-    """The comparison at both extremes of the excluded trials' outcomes (the module docstring)."""
+    """The deciding comparison at both extremes of the excluded trials' outcomes (the module docstring)."""
     before, after = counts[baseline], counts[treatment]
-    worst: PairedComparison | Insufficient = comparison
-    best: PairedComparison | Insufficient = comparison
+    worst: PairedComparison | OnTasksComparison | Insufficient = comparison
+    best: PairedComparison | OnTasksComparison | Insufficient = comparison
     if before.excluded or after.excluded:
         pair = [s for s in sets.analysis if s.treatment in (baseline, treatment)]
-        worst = _compare(
-            impute_excluded(pair, sets.excluded, {baseline: True, treatment: False}), baseline, treatment, "pass_rate"
-        )
-        best = _compare(
-            impute_excluded(pair, sets.excluded, {baseline: False, treatment: True}), baseline, treatment, "pass_rate"
-        )
+        worst = compare(impute_excluded(pair, sets.excluded, {baseline: True, treatment: False}))
+        best = compare(impute_excluded(pair, sets.excluded, {baseline: False, treatment: True}))
     return ExclusionCheck(
         worst=worst,
         best=best,
@@ -203,14 +293,20 @@ def _bounds(
     )
 
 
-def _figures(c: PairedComparison, alpha: float, label: Label) -> str:
+def _figures(c: PairedComparison | OnTasksComparison, alpha: float, label: Label) -> str:
     why = (
         f"p = {c.p_value:.3g} <= {alpha} and the interval excludes 0"
         if label in ("improvement", "regression")
         else f"p = {c.p_value:.3g} (alpha {alpha}) or the interval includes 0"
     )
+    interval = f"({c.confidence:.0%} CI {c.low:+.1%} to {c.high:+.1%})"
+    if isinstance(c, OnTasksComparison):
+        return (
+            f"on these tasks: pass rate {c.mean_difference:+.1%} per task on average {interval} over {c.n} "
+            f"task(s) and {c.trials} trials ({c.informative} task(s) where the trials did not all agree), "
+            f"exact stratified test; {why}"
+        )
     return (
-        f"pass rate {c.mean_difference:+.1%} per task on average "
-        f"({c.confidence:.0%} CI {c.low:+.1%} to {c.high:+.1%}) over {c.n} paired tasks "
-        f"({c.improved} improved, {c.regressed} regressed, {c.unchanged} unchanged); {why}"
+        f"across tasks: pass rate {c.mean_difference:+.1%} per task on average {interval} over {c.n} paired "
+        f"tasks ({c.improved} improved, {c.regressed} regressed, {c.unchanged} unchanged); {why}"
     )

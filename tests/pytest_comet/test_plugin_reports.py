@@ -76,7 +76,8 @@ def test_passing_gates_answer_for_the_session(pytester: pytest.Pytester, helped:
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(
         [
-            "gate PASS: SKILL_HELPER better than CONTROL: significant improvement: pass rate difference +1.000*",
+            "gate PASS: SKILL_HELPER better than CONTROL: significant improvement; verdict 'improvement' "
+            "(across tasks): across tasks: pass rate +100.0% per task*",
             "gate PASS: pass@1 of SKILL_HELPER >= 90%: pass@1 of SKILL_HELPER = 1 (mean over 6 task(s)); needs >= 0.9",
         ]
     )

@@ -93,12 +93,23 @@ def test_a_missing_baseline_is_a_message_and_insufficient_verdicts() -> None:
     assert all(d.difference is None for d in a.dimension_stats)
 
 
-def test_one_task_is_insufficient_clean_data() -> None:
+def test_one_task_is_decided_on_these_tasks_and_says_so() -> None:
+    # 3 of 3 against 0 of 3: the exact stratified test gives p = 2 / C(6, 3) = 0.1, so no difference is
+    # shown; across tasks there is no answer at all with one task, and the reason says why.
     v = only_verdict(build_analysis(suite({"CONTROL": {"t": "FFF"}, "SKILL": {"t": "PPP"}})))
-    assert v.label == INSUFFICIENT
-    assert isinstance(v.pass_rate, Insufficient)
-    assert "1 task(s)" in v.reason
+    assert v.label == "no significant difference" and v.scope == "on these tasks"
+    assert isinstance(v.pass_rate, Insufficient) and v.on_tasks is not None
+    assert v.on_tasks.p_value == pytest.approx(0.1)
+    assert "across tasks (tasks like these) needs 6 paired tasks at alpha 0.05 and there is 1" in v.reason
     assert v.power is None
+
+
+def test_a_skill_that_passes_two_tasks_every_time_improves_on_these_tasks() -> None:
+    # The default comet eval: 2 generated tasks x 5 trials; the skill passes 10 of 10, CONTROL 5 of 10.
+    records = suite({"CONTROL": {"a": "PPFFF", "b": "PPPFF"}, "SKILL": {"a": "PPPPP", "b": "PPPPP"}})
+    v = only_verdict(build_analysis(records))
+    assert v.label == "improvement" and v.scope == "on these tasks"
+    assert "not about tasks like them" in v.scope_note
 
 
 def test_all_excluded_is_insufficient_clean_data_and_never_raises() -> None:

@@ -72,19 +72,52 @@ SIX_BETTER = suite({"CONTROL": tasks(6, "FF"), "SKILL": tasks(6, "PP")})
 SIX_SAME = suite({"CONTROL": tasks(6, "PF"), "SKILL": tasks(6, "FP")})
 
 
-def test_not_worse_than_fails_only_on_a_significant_regression() -> None:
+def test_not_worse_than_is_non_inferiority_within_a_margin() -> None:
     assert check("SKILL not worse than CONTROL", SIX_BETTER).passed
-    assert check("SKILL not worse than CONTROL", SIX_SAME).passed
+    # The same outcomes on 6 tasks x 2 trials: no regression is seen, but the interval reaches -31
+    # points: that a skill costs less than 5 points is not shown, so the gate fails (absence of evidence
+    # is not evidence of no harm).
+    same = check("SKILL not worse than CONTROL", SIX_SAME)
+    assert not same.passed and same.message.startswith("not shown to be worse by less than 5%: lower bound")
+    # 30 tasks x 10 trials, equal under both: the lower bound is about -7 points: within 10, not 5.
+    equal = suite({"CONTROL": tasks(30, "PPPPPFFFFF"), "SKILL": tasks(30, "FFFFFPPPPP")})
+    assert not check("SKILL not worse than CONTROL", equal).passed
+    within = check("SKILL not worse than CONTROL by more than 10 points", equal)
+    assert within.passed and within.message.startswith("not worse by more than 10%: lower bound of the difference -")
     regression = check("CONTROL not worse than SKILL", SIX_BETTER)
     assert not regression.passed
     assert regression.message.startswith("significant regression: pass rate difference -1.000 per task")
     assert "p = 0.0312, 6 paired tasks" in regression.message
 
 
-def test_a_non_significant_drop_is_not_a_regression() -> None:
-    # Three tasks all worse: p = 0.25 with the exact sign flip, so no regression can be claimed.
+def test_a_drop_too_small_to_be_significant_does_not_pass_not_worse_than() -> None:
+    # Three tasks all worse, one trial each: no regression can be claimed (p = 0.25 on these tasks), and
+    # no more can the opposite: the gate fails.
     records = suite({"CONTROL": tasks(3, "P"), "SKILL": tasks(3, "F")})
-    assert check("SKILL not worse than CONTROL", records).passed
+    result = check("SKILL not worse than CONTROL", records)
+    assert not result.passed and "verdict 'no significant difference' (on these tasks)" in result.message
+
+
+@pytest.mark.parametrize(
+    ("expression", "margin"),
+    [
+        ("SKILL not worse than CONTROL", 0.05),
+        ("SKILL not worse than CONTROL by more than 10 points", 0.10),
+        ("SKILL not worse than CONTROL by more than 2.5% on score", 0.025),
+        ("SKILL NOT WORSE THAN CONTROL BY MORE THAN 1 POINT", 0.01),
+    ],
+)
+def test_the_margin_is_read_in_points(expression: str, margin: float) -> None:
+    assert parse_gate(expression).margin == pytest.approx(margin)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["SKILL better than CONTROL by more than 5 points", "SKILL not worse than CONTROL by more than 0 points"],
+)
+def test_a_margin_that_makes_no_sense_is_refused(expression: str) -> None:
+    with pytest.raises(GateError, match="margin"):
+        parse_gate(expression)
 
 
 def test_better_than_needs_a_significant_improvement() -> None:
@@ -103,8 +136,8 @@ def test_insufficient_data_fails_the_gate() -> None:
     records = suite({"CONTROL": tasks(6, "XX"), "SKILL": tasks(6, "PP")})
     result = check("SKILL not worse than CONTROL", records)
     assert not result.passed
-    assert "0 task(s) have a pass_rate under both" in result.message
-    assert result.message.endswith("a gate without enough clean data fails")
+    assert "verdict 'Insufficient clean data'" in result.message
+    assert "no task has a scored trial under both 'CONTROL' and 'SKILL'" in result.message
 
 
 def test_an_unknown_treatment_fails_the_gate_naming_the_known_ones() -> None:
@@ -147,3 +180,22 @@ def test_score_cost_and_excluded_thresholds() -> None:
     assert not excluded.passed and "1 of 3 trials excluded" in excluded.message
     no_cost = check("cost of S <= 1", suite({"S": {"a": "P"}}), "S")
     assert not no_cost.passed and "no trial reported a cost" in no_cost.message
+
+
+def test_a_gate_never_passes_what_the_verdict_refuses() -> None:
+    # On the analysis set alone SKILL is better on all 6 tasks (the old gate passed), but two thirds of
+    # CONTROL's trials were excluded as noise: the verdict is inconclusive, and so is every gate on it.
+    records = suite({"CONTROL": tasks(6, "FXX"), "SKILL": tasks(6, "PPP")})
+    better = check("SKILL better than CONTROL", records)
+    assert not better.passed and "verdict 'Inconclusive due to data quality' (across tasks)" in better.message
+    assert not check("SKILL not worse than CONTROL", records).passed
+
+
+def test_two_tasks_answer_on_these_tasks() -> None:
+    # comet eval's default: 2 generated tasks x 5 trials, the skill 10 of 10, CONTROL 5 of 10.
+    records = suite({"CONTROL": {"a": "PPFFF", "b": "PPPFF"}, "SKILL": {"a": "PPPPP", "b": "PPPPP"}})
+    result = check("SKILL better than CONTROL", records)
+    assert result.passed and "verdict 'improvement' (on these tasks)" in result.message
+    assert check("SKILL not worse than CONTROL", records).passed
+    # Against another treatment than the baseline the test over tasks answers: 2 tasks give it nothing.
+    assert not check("CONTROL not worse than SKILL", records).passed

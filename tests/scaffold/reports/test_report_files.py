@@ -186,7 +186,8 @@ def test_long_lists_are_cut_and_cells_escaped() -> None:
 def test_summary_starts_with_the_verdicts_and_pass_at_k() -> None:
     records = noisy_suite()
     text = render_summary(build_analysis(records), "exp")
-    assert "## Verdict\n\n- **SKILL** vs CONTROL: **improvement**: pass rate +" in text
+    assert "## Verdict\n\n- **SKILL** vs CONTROL: **improvement** (across tasks: about tasks like these" in text
+    assert "): across tasks: pass rate +" in text
     assert "## pass@k and pass^k (analysis set)" in text
     assert text.index("## Verdict") < text.index("## By treatment")
     missing = render_summary(build_analysis(suite({"A": {"t": "P"}})), "exp")
