@@ -46,7 +46,7 @@ from scaffold.reports.model import (
     TrialLink,
     UnreadableRecord,
 )
-from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide
+from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide_all
 from scaffold.rubrics import JUDGE_SOURCE
 from scaffold.stats import (
     Estimate,
@@ -207,10 +207,10 @@ def build_analysis(
         # Per (task, treatment): the bounds put these trials back as passes and as failures.
         MappingProxyType(dict(Counter((link.task, link.treatment) for link in acc.excluded))),
     )
+    # Held to alpha as a family when several treatments are compared with one baseline (Holm).
     verdicts = tuple(
-        _comparable(decide(sets, t, baseline, baseline_found, counts, alpha, effect), identities)
-        for t in treatments
-        if t != baseline
+        _comparable(v, identities)
+        for v in decide_all(sets, treatments, baseline, baseline_found, counts, alpha, effect)
     )
     # Rubric order (a dimension's position in the records' lists), then name: independent of record order.
     dim_names = tuple(sorted(acc.dim_order, key=lambda name: (acc.dim_order[name], name)))

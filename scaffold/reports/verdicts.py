@@ -40,6 +40,14 @@ answer and are out of reach. The raw label is still computed, for the sensitivit
 exact test of the exclusion rates (``ExclusionCheck.rate_p_value``) is shown beside, not decided on: a
 difference in rates is a warning sign, the bounds are the answer.
 
+Several treatments against one baseline (``decide_all``): a family of comparisons, each of which
+could claim an effect by chance; tested each at alpha, 3 treatments without any effect gave at least
+one false verdict 8-10% of the time, 5 treatments 16-17% (an outside simulation). So the family is
+held to alpha by Holm's step-down procedure (Holm 1979): the comparisons' p-values (each in its own
+scope) sorted from the smallest, the i-th of k claims an effect only at p <= alpha / (k - i + 1) and
+only when every smaller one did. Each verdict line says the level it was held to and its own p; the
+intervals stay per comparison (95% each, not simultaneous). With one treatment nothing changes.
+
 Pure: per-task summaries in, a TreatmentVerdict out.
 """
 
@@ -51,6 +59,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
+
+import msgspec
 
 from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Counts, ExclusionCheck, Label, TreatmentVerdict
 from scaffold.stats import (
@@ -73,6 +83,7 @@ __all__ = [
     "TaskSets",
     "across_tasks_needed",
     "decide",
+    "decide_all",
     "label_of",
 ]
 
@@ -129,8 +140,11 @@ def decide(
     counts: Mapping[str, Counts],
     alpha: float,
     effect: float,
+    *,
+    scope_alpha: float | None = None,
 ) -> TreatmentVerdict:
-    """The verdict of *treatment* against *baseline* (the rules: the module docstring)."""
+    """The verdict of *treatment* against *baseline* (the rules: the module docstring). *scope_alpha*:
+    the level the scope is chosen at, when *alpha* is a share of it (Holm's, in a family)."""
     if not baseline_found:
         missing = Insufficient(f"baseline {baseline!r} has no trials", 0, MIN_TASKS)
         return TreatmentVerdict(
@@ -147,7 +161,7 @@ def decide(
     pass_rate = _compare(sets.analysis, baseline, treatment, "pass_rate")
     score = _compare(sets.analysis, baseline, treatment, "mean_score")
     on_tasks = compare_on_tasks(sets.analysis, baseline, treatment)
-    across = isinstance(pass_rate, PairedComparison) and pass_rate.n >= across_tasks_needed(alpha)
+    across = isinstance(pass_rate, PairedComparison) and pass_rate.n >= across_tasks_needed(scope_alpha or alpha)
     scope = ACROSS_TASKS if across else ON_THESE_TASKS
     compare = _across(baseline, treatment) if across else _on_tasks(baseline, treatment)
     decisive = pass_rate if across else on_tasks
@@ -246,6 +260,46 @@ def _why_not_across(pass_rate: PairedComparison | Insufficient, alpha: float) ->
         f"decided on these tasks, about them only: across tasks (tasks like these) needs {needed} paired tasks "
         f"at alpha {alpha} and there {'is' if have == 1 else 'are'} {have}"
     )
+
+
+def decide_all(
+    sets: TaskSets,
+    treatments: Sequence[str],
+    baseline: str,
+    baseline_found: bool,
+    counts: Mapping[str, Counts],
+    alpha: float,
+    effect: float,
+) -> tuple[TreatmentVerdict, ...]:
+    """The verdicts of every treatment but the baseline, in *treatments* order, the family held to
+    *alpha* by Holm's step-down procedure (the module docstring)."""
+    others = [t for t in treatments if t != baseline]
+    first = {t: decide(sets, t, baseline, baseline_found, counts, alpha, effect) for t in others}
+    p_values = {t: _decisive_p(v) for t, v in first.items()}
+    ranked = sorted((t for t in others if math.isfinite(p_values[t])), key=lambda t: (p_values[t], t))
+    k = len(ranked)
+    if k < 2:
+        return tuple(first[t] for t in others)
+    held: dict[str, TreatmentVerdict] = {}
+    open_ = True
+    for i, t in enumerate(ranked):
+        level = alpha / (k - i)
+        open_ = open_ and p_values[t] <= level
+        v = decide(sets, t, baseline, baseline_found, counts, level, effect, scope_alpha=alpha)
+        rule = f"{k} treatments compared with {baseline}: Holm's step-down test holds the family to alpha {alpha}; "
+        if open_ or p_values[t] > level:
+            rule += f"this comparison's p = {p_values[t]:.3g} was held to {level:.3g}"
+        else:  # below its own level, but after one that was not: no effect may be claimed any more
+            rule += f"its p = {p_values[t]:.3g} comes after one that did not reach its level, so no effect is claimed"
+            if v.decisive:
+                v = msgspec.structs.replace(v, label="no significant difference")
+        held[t] = msgspec.structs.replace(v, reason=f"{v.reason}; {rule}")
+    return tuple(held.get(t, first[t]) for t in others)
+
+
+def _decisive_p(v: TreatmentVerdict) -> float:
+    c = v.pass_rate if v.scope == ACROSS_TASKS else v.on_tasks
+    return c.p_value if isinstance(c, (PairedComparison, OnTasksComparison)) else math.nan
 
 
 def _typical_trials(summaries: Sequence[TaskSummary], c: PairedComparison) -> float:
