@@ -169,7 +169,6 @@ class Reporter:
         """Write the reports, answer the gates and set the session's exit status."""
         self._finish_plan(state)
         from scaffold.reports.comparable import identity_line
-        from scaffold.reports.gates import evaluate_gates
         from scaffold.reports.write import report_experiments
 
         harness = state.session
@@ -193,6 +192,7 @@ class Reporter:
                 allow_empty=True,
                 allow_mixed=bool(self.config.getoption("comet_allow_mixed")),
                 notes=self.notes(experiment.id),
+                gates=gates,
             )
         except MixedError as exc:
             self.report_error = str(exc)
@@ -216,8 +216,7 @@ class Reporter:
         self.identities = [
             f"{r.name}: {identity_line(r.identity)}" for r in written.analysis.reports if r.identity is not None
         ]
-        if gates:
-            self.gate_results = evaluate_gates(gates, written.analysis)
+        self.gate_results = written.gate_results  # answered with the reports, and written into them
         quality_failed = self._quality(harness, written.analysis, experiment.root)
         if not gates and not self.quality:
             return

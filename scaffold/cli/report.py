@@ -98,7 +98,7 @@ def _report_or_fail(args: argparse.Namespace) -> int:
     from scaffold.errors import MixedError, ReportError
     from scaffold.reports.comparable import identity_line
     from scaffold.reports.config import resolve_outputs
-    from scaffold.reports.gates import evaluate_gates, parse_gate
+    from scaffold.reports.gates import parse_gate
     from scaffold.reports.write import report_experiments
 
     gates = [parse_gate(expression) for expression in args.gate]  # parse errors before any work
@@ -122,7 +122,13 @@ def _report_or_fail(args: argparse.Namespace) -> int:
     keep = Retained.active
     try:
         reported = report_experiments(
-            dirs, out, baseline=args.baseline, outputs=outputs, keep_records=keep, allow_mixed=args.allow_mixed
+            dirs,
+            out,
+            baseline=args.baseline,
+            outputs=outputs,
+            keep_records=keep,
+            allow_mixed=args.allow_mixed,
+            gates=gates,
         )
     except MixedError as exc:
         print(f"comet: {exc}", file=sys.stderr)
@@ -151,7 +157,7 @@ def _report_or_fail(args: argparse.Namespace) -> int:
         print(f"wrote {transcripts.written} transcript(s)")
         for line in transcripts.problems:
             print(f"transcript not written: {line}", file=sys.stderr)
-    results = evaluate_gates(gates, analysis)
+    results = written.gate_results  # answered with the reports, and written into them (gates.json too)
     for result in results:
         print(f"gate {'PASS' if result.passed else 'FAIL'}: {result.gate.expression}: {result.message}")
     upload_failed = args.suite is not None and _upload_again(args.suite, dirs, results)

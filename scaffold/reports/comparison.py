@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from scaffold.reports.gates import GateResult
 from scaffold.reports.markdown import render
 from scaffold.reports.model import JUDGE_REASONS, Analysis
 from scaffold.reports.verdicts import EXCLUDED_SHARE_LIMIT, MIN_TASKS
@@ -14,11 +17,12 @@ __all__ = ["ROW_LIMIT", "render_comparison"]
 ROW_LIMIT = 200
 
 
-def render_comparison(analysis: Analysis, title: str = "") -> str:
+def render_comparison(analysis: Analysis, title: str = "", gates: Sequence[GateResult] = ()) -> str:
     """The Markdown comparison report of *analysis* (baseline against every other treatment)."""
     return render(
         "comparison_report.md.j2",
         analysis=analysis,
+        gates=gates,
         title=title,
         confidence=0.95,
         min_tasks=MIN_TASKS,

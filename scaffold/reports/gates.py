@@ -109,6 +109,19 @@ class GateResult:
     passed: bool
     message: str
     """What was measured and why the gate passed or failed."""
+    scope: str = ""
+    """The scope of the inference that answered a comparison ("across tasks", "on these tasks"); empty
+    for a threshold, or a gate that could not be decided."""
+
+    def to_dict(self) -> dict[str, object]:
+        """The gate's row of gates.json."""
+        gate = self.gate
+        row: dict[str, object] = {"expression": gate.expression, "kind": gate.kind, "treatment": gate.treatment}
+        if gate.kind != "threshold":
+            row["baseline"] = gate.baseline
+        if gate.kind == "not worse than":
+            row["margin"] = gate.margin
+        return {**row, "metric": gate.metric, "scope": self.scope, "passed": self.passed, "message": self.message}
 
 
 def parse_gate(expression: str) -> Gate:
@@ -177,11 +190,11 @@ def _comparison(gate: Gate, analysis: Analysis) -> GateResult:
     )
     if gate.kind == "not worse than":
         passed = label != "regression" and result.low > -gate.margin
-        return GateResult(gate, passed, f"{_margin_head(passed, label, result.low, gate.margin)}: {figures}")
+        message = f"{_margin_head(passed, label, result.low, gate.margin)}: {figures}"
+        return GateResult(gate, passed, message, "across tasks")
     passed = label == "improvement"
-    return GateResult(
-        gate, passed, f"{'significant improvement' if passed else 'no significant improvement'}: {figures}"
-    )
+    head = "significant improvement" if passed else "no significant improvement"
+    return GateResult(gate, passed, f"{head}: {figures}", "across tasks")
 
 
 def _follow(gate: Gate, verdict: TreatmentVerdict) -> GateResult:
@@ -190,7 +203,7 @@ def _follow(gate: Gate, verdict: TreatmentVerdict) -> GateResult:
     if gate.kind == "better than":
         passed = verdict.label == "improvement"
         head = "significant improvement" if passed else "no significant improvement"
-        return GateResult(gate, passed, f"{head}; {said}")
+        return GateResult(gate, passed, f"{head}; {said}", verdict.scope)
     decisive = verdict.pass_rate if verdict.scope == "across tasks" else verdict.on_tasks
     low = decisive.low if isinstance(decisive, (PairedComparison, OnTasksComparison)) else math.nan
     bounds = verdict.exclusions
@@ -198,7 +211,7 @@ def _follow(gate: Gate, verdict: TreatmentVerdict) -> GateResult:
         low = min(low, bounds.worst.low)  # the treatment's excluded trials as failures, the baseline's as passes
     answered = verdict.label in ("improvement", "no significant difference")
     passed = answered and math.isfinite(low) and low > -gate.margin
-    return GateResult(gate, passed, f"{_margin_head(passed, verdict.label, low, gate.margin)}; {said}")
+    return GateResult(gate, passed, f"{_margin_head(passed, verdict.label, low, gate.margin)}; {said}", verdict.scope)
 
 
 def _margin_head(passed: bool, label: str, low: float, margin: float) -> str:

@@ -52,6 +52,7 @@ from scaffold.reports.format import (
     signed_points,
 )
 from scaffold.reports.format import interval as interval_of
+from scaffold.reports.gates import GateResult
 from scaffold.reports.jinja import bytecode_cache
 from scaffold.reports.model import (
     JUDGE_REASONS,
@@ -468,13 +469,14 @@ _ENV.filters.update(
 _ENV.globals.update(comparison=_comparison, bin_of=bin_of)
 
 
-def render_html(analysis: Analysis) -> str:
+def render_html(analysis: Analysis, gates: Sequence[GateResult] = ()) -> str:
     """The complete report.html for *analysis*: one self-contained document (see the module docstring)."""
     a = analysis
     trial_rows, inline = _trial_rows(a)
     several = len(a.experiments) > 1
     return _ENV.get_template("report.html.j2").render(
         a=a,
+        gates=gates,
         title=_title(a),
         verdicts=[_verdict_row(v) for v in a.verdicts],
         charts=_charts(a),

@@ -7,20 +7,24 @@ per-task statistics of the analysis set.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from scaffold.reports.comparison import ROW_LIMIT
+from scaffold.reports.gates import GateResult
 from scaffold.reports.markdown import render
 from scaffold.reports.model import JUDGE_REASONS, Analysis
 
 __all__ = ["render_summary"]
 
 
-def render_summary(analysis: Analysis, title: str) -> str:
-    """summary.md of *analysis*, titled with the experiment id(s) *title*."""
+def render_summary(analysis: Analysis, title: str, gates: Sequence[GateResult] = ()) -> str:
+    """summary.md of *analysis*, titled with the experiment id(s) *title*, with the *gates*' answers."""
     trials = analysis.trials
     return render(
         "summary.md.j2",
         title=title,
         a=analysis,
+        gates=gates,
         # Treatments by name here (the comparison report lists the baseline first).
         reports=sorted(analysis.reports, key=lambda r: r.name),
         treatments=sorted(analysis.treatments),

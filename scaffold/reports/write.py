@@ -4,6 +4,7 @@ summary.md              verdicts, pass@k, per-treatment and task x treatment tab
 comparison_report.md    every section of the original Comet eval's comparison report                 (markdown)
 report.html             one self-contained page                                        (html)
 results.jsonl           one line per trial (docs/results-schema.md)                    (always)
+gates.json              every --gate: expression, scope, passed, why                   (with gates)
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from scaffold.reports.analysis import build_analysis
 from scaffold.reports.comparable import Identities, refuse_mixed
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
+from scaffold.reports.gates import Gate, GateResult, evaluate_gates
 from scaffold.reports.load import Loaded, load_experiments
 from scaffold.reports.model import Analysis, TrialFiles, UnreadableRecord
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
-from scaffold.util.atomic import write_text_atomic
+from scaffold.util.atomic import write_json_atomic, write_text_atomic
 
 __all__ = [
     "COMPARISON",
+    "GATES",
     "HTML",
     "RESULTS",
     "SUMMARY",
@@ -45,12 +48,14 @@ SUMMARY = "summary.md"
 COMPARISON = "comparison_report.md"
 HTML = "report.html"
 RESULTS = "results.jsonl"
+GATES = "gates.json"
 
 
 @dataclass(frozen=True, slots=True)
 class Written:
     analysis: Analysis
     paths: tuple[Path, ...]
+    gate_results: tuple[GateResult, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,7 @@ def report_experiments(
     keep_records: bool = False,
     allow_mixed: bool = False,
     notes: Sequence[str] = (),
+    gates: Sequence[Gate] = (),
 ) -> Reported:
     """Read every record of *dirs* and write their reports into *out_dir*: ``comet report`` and session end.
 
@@ -87,7 +93,8 @@ def report_experiments(
     to end can skip freeing them one by one: see scaffold.cli.main.entry).
     MixedError, before any file is written, when treatments differ in more than the treatment (agent,
     model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*. *notes*: sentences every
-    report opens with (how the session that wrote them ended).
+    report opens with (how the session that wrote them ended). *gates*: answered on the analysis and
+    written into every report and into gates.json (``Written.gate_results``).
     """
     with gc_paused():
         loaded = load_experiments(dirs, link_base=out_dir)
@@ -106,6 +113,7 @@ def report_experiments(
             outputs or ReportOutputs(),
             allow_mixed,
             tuple(notes),
+            tuple(gates),
         )
         reported = Reported(
             written, len(loaded.records), loaded.dirs, loaded.problems, loaded if keep_records else None
@@ -133,7 +141,7 @@ def write_reports(
     as ``report_experiments`` raises it."""
     with gc_paused():  # millions of small acyclic objects: see scaffold.records.files.gc_paused
         return _write_reports(
-            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed, ()
+            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed, (), ()
         )
 
 
@@ -147,6 +155,7 @@ def _write_reports(
     outputs: ReportOutputs,
     allow_mixed: bool,
     notes: tuple[str, ...],
+    gates: tuple[Gate, ...],
 ) -> Written:
     identities = Identities.of(records)
     if not allow_mixed:
@@ -156,22 +165,26 @@ def _write_reports(
     analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
     if notes:
         analysis = msgspec.structs.replace(analysis, notes=(*notes, *analysis.notes))
+    results = evaluate_gates(gates, analysis)
     # One writer of a folder's reports at a time (two `comet report --out` into one folder mixed their
     # files): the folder's own lock, the one a session takes to claim an experiment.
     with folder_locked(out_dir):
         try:
             if outputs.markdown:
-                paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title)))
-                paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title)))
+                paths.append(write_text_atomic(out_dir / SUMMARY, render_summary(analysis, title, results)))
+                paths.append(write_text_atomic(out_dir / COMPARISON, render_comparison(analysis, title, results)))
             if outputs.html:
                 from scaffold.reports.html import render_html  # only when asked for: its SVG charts, its template
 
-                paths.append(write_text_atomic(out_dir / HTML, render_html(analysis)))
+                paths.append(write_text_atomic(out_dir / HTML, render_html(analysis, results)))
             paths.append(write_text_atomic(out_dir / RESULTS, result_lines(records, files, unreadable=problems)))
+            if results:  # for a CI step to read: every gate, its scope, its answer and why
+                rows = {"passed": all(r.passed for r in results), "gates": [r.to_dict() for r in results]}
+                paths.append(write_json_atomic(out_dir / GATES, rows))
         except DiskFullError as exc:
             exc.written = tuple(paths)  # so the message can say what is there
             raise
-    return Written(analysis, tuple(paths))
+    return Written(analysis, tuple(paths), results)
 
 
 def disk_full_message(exc: DiskFullError, dirs: Sequence[Path]) -> str:

@@ -49,7 +49,12 @@ def test_merging_shards_writes_every_report(tmp_path: Path, capsys: pytest.Captu
     code = main(["report", str(one), str(two), "--out", str(out), "--gate", "SKILL better than CONTROL"])
     printed = capsys.readouterr().out
     assert code == 0, printed
-    assert sorted(p.name for p in out.iterdir()) == ["comparison_report.md", "results.jsonl", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comparison_report.md",
+        "gates.json",
+        "results.jsonl",
+        "summary.md",
+    ]
     assert "24 trial(s) of 6 task(s) from 2 directory(ies)" in printed
     assert "SKILL vs CONTROL: improvement" in printed
     assert "gate PASS: SKILL better than CONTROL: significant improvement" in printed
@@ -232,6 +237,7 @@ def test_the_command_writes_what_the_steps_give_and_keeps_its_status_through_the
     assert "gate FAIL: pass@1 of SKILL_01 >= 0.99" in done.stdout and done.stderr == ""
     assert sorted(p.name for p in out.iterdir()) == [
         "comparison_report.md",
+        "gates.json",
         "report.html",
         "results.jsonl",
         "summary.md",
@@ -251,3 +257,29 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(writer)
     assert done.returncode == 141 and done.stderr == b""  # as a shell reports a process stopped by SIGPIPE
     assert (one / "results.jsonl").is_file()
+
+
+def test_the_gates_are_written_into_every_report_and_gates_json(tmp_path: Path) -> None:
+    one, two = shards(tmp_path)
+    out = tmp_path / "out"
+    gates = [
+        "SKILL better than CONTROL",
+        "SKILL not worse than CONTROL by more than 10 points",
+        "pass@1 of SKILL >= 0.99",
+    ]
+    code = main(["report", str(one), str(two), "--out", str(out), "--html", *[f"--gate={g}" for g in gates]])
+    assert code == 0
+    written = json.loads((out / "gates.json").read_text())
+    assert written["passed"] is True and [g["expression"] for g in written["gates"]] == gates
+    first = written["gates"][0]
+    assert first["scope"] == "across tasks" and first["passed"] is True and first["baseline"] == "CONTROL"
+    assert written["gates"][1]["margin"] == pytest.approx(0.10) and written["gates"][2]["scope"] == ""
+    for name in ("summary.md", "comparison_report.md"):
+        text = (out / name).read_text()
+        assert "## Gates" in text and "| `SKILL better than CONTROL` | across tasks | PASS |" in text
+    html = (out / "report.html").read_text()
+    assert "<h3>Gates</h3>" in html and "<code>pass@1 of SKILL &gt;= 0.99</code>" in html
+    # Without a gate there is no gates.json, and no section.
+    main(["report", str(one), "--out", str(tmp_path / "plain")])
+    assert not (tmp_path / "plain" / "gates.json").exists()
+    assert "## Gates" not in (tmp_path / "plain" / "summary.md").read_text()
