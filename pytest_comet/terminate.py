@@ -24,7 +24,7 @@ from types import FrameType
 
 import pytest
 
-__all__ = ["install", "terminated"]
+__all__ = ["children", "install", "terminated"]
 
 _received = threading.Event()
 
@@ -66,7 +66,7 @@ class _Handler:
             return
         _received.set()
         if self.controller:
-            for pid in _children():
+            for pid in children(os.getpid()):
                 try:
                     os.kill(pid, signal.SIGTERM)
                 except OSError:  # gone meanwhile
@@ -74,9 +74,9 @@ class _Handler:
         raise KeyboardInterrupt
 
 
-def _children() -> list[int]:
-    """This process's child processes (a controller's: its pytest-xdist workers), from /proc."""
-    me, found = os.getpid(), []
+def children(parent: int) -> list[int]:
+    """The processes whose parent is *parent* (a controller's: its pytest-xdist workers), from /proc."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -84,6 +84,6 @@ def _children() -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == parent:
             found.append(int(entry.name))
     return found

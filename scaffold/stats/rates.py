@@ -47,20 +47,28 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> Ra
     center = (p + z^2/2n) / (1 + z^2/n),  half = z / (1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
     Unlike the Wald interval it stays inside [0, 1] and is not degenerate at 0/n or n/n.
     """
-    z = _z(confidence)
+    _z(confidence)  # an impossible confidence is refused before anything else
     if trials < 0 or not 0 <= successes <= max(trials, 0):
         raise ValueError(f"need 0 <= successes <= trials (got {successes}/{trials})")
     if trials == 0:
         return Rate(0, 0, math.nan, math.nan, math.nan, confidence)
-    n, p = trials, successes / trials
+    p = successes / trials
+    below, above = wilson_bounds(p, trials, confidence)
+    # Exact at the boundaries; clamp rounding so the interval always contains the point estimate.
+    low = 0.0 if successes == 0 else min(max(0.0, below), p)
+    high = 1.0 if successes == trials else max(min(1.0, above), p)
+    return Rate(successes, trials, p, low, high, confidence)
+
+
+def wilson_bounds(rate: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score bounds at *rate* (any value in [0, 1], not only successes / n) for *n* trials,
+    unclamped: ``wilson_interval``'s, and the continuity-corrected ones taken at a shifted rate."""
+    z = _z(confidence)
     z2 = z * z
     denom = 1.0 + z2 / n
-    center = (p + z2 / (2 * n)) / denom
-    half = z / denom * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    # Exact at the boundaries; clamp rounding so the interval always contains the point estimate.
-    low = 0.0 if successes == 0 else min(max(0.0, center - half), p)
-    high = 1.0 if successes == trials else max(min(1.0, center + half), p)
-    return Rate(successes, trials, p, low, high, confidence)
+    center = (rate + z2 / (2 * n)) / denom
+    half = z / denom * math.sqrt(rate * (1 - rate) / n + z2 / (4 * n * n))
+    return center - half, center + half
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Final
 
 from scaffold.stats.outcomes import TaskSummary
 from scaffold.stats.paired import DEFAULT_SEED, Insufficient
+from scaffold.stats.rates import wilson_bounds
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,17 +154,9 @@ def _side_interval(passed: int, scored: int, confidence: float) -> tuple[float, 
     """One side of one task: its pass rate and the Wilson limits with half the continuity correction."""
     rate = passed / scored
     shift = _CORRECTION / (2 * scored)
-    low = 0.0 if passed == 0 else _wilson_bounds(max(rate - shift, 0.0), scored, confidence)[0]
-    high = 1.0 if passed == scored else _wilson_bounds(min(rate + shift, 1.0), scored, confidence)[1]
+    low = 0.0 if passed == 0 else wilson_bounds(max(rate - shift, 0.0), scored, confidence)[0]
+    high = 1.0 if passed == scored else wilson_bounds(min(rate + shift, 1.0), scored, confidence)[1]
     return rate, min(max(low, 0.0), rate), max(min(high, 1.0), rate)
-
-
-def _wilson_bounds(rate: float, n: int, confidence: float) -> tuple[float, float]:
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    denominator = 1.0 + z * z / n
-    center = (rate + z * z / (2 * n)) / denominator
-    half = z / denominator * math.sqrt(rate * (1.0 - rate) / n + z * z / (4 * n * n))
-    return center - half, center + half
 
 
 def stratified_p_value(strata: Sequence[tuple[int, int, int, int]], *, seed: int = DEFAULT_SEED) -> tuple[float, bool]:

@@ -23,23 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_comet.terminate import children
 from tests.support.factories import REPO, TaskFactory
 
 pytestmark = pytest.mark.slow
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is *pid* (the session's controller: its xdist workers)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.parametrize("dist", [[], ["--dist", "worksteal"]], ids=["default", "worksteal"])
@@ -54,7 +41,7 @@ def test_a_killed_worker_ends_in_a_reported_failure_not_a_hang(tmp_path: Path, d
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and len(list(logs.rglob("record.json"))) < 20:
             time.sleep(0.05)
-        workers = _children(session.pid)
+        workers = children(session.pid)
         assert workers, "no worker process found"
         os.kill(workers[0], signal.SIGKILL)
         out, _ = session.communicate(timeout=120)  # a hang fails here
