@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_comet.trial import Trial
     from scaffold.experiment.budget import Limits
     from scaffold.experiment.cases import Broken, Case
+    from scaffold.experiment.sequential import Design
     from scaffold.trial.runner import Runner, TrialResult
 
 CASE_FIXTURE = "comet_case"
@@ -206,6 +207,30 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         metavar="USD",
         help="start no new trial once the trials of this session have cost USD (as their agents report it; "
         "running ones finish); the others are skipped as 'not run' and a resume runs them",
+    )
+    add(
+        "--retry-excluded",
+        type=int,
+        default=2,
+        metavar="N",
+        help="run a trial again, in a fresh workspace, up to N more times while it is excluded as environment or "
+        "runner noise (rate limit, API timeout or error, network, container failure, runner timeout); every "
+        "attempt is kept in its folder and counts against --max-trials/--max-cost (default: 2; 0: off)",
+    )
+    add(
+        "--until-decided",
+        action="store_true",
+        default=False,
+        help="run the trials in rounds (trial 1 of every task and treatment, then trial 2, ...) and stop each "
+        "comparison with the baseline as soon as an anytime-valid test decides it (improvement, regression, or "
+        "equivalence within 10 points); the trials no longer needed are skipped as 'not run'",
+    )
+    add(
+        "--max-count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --until-decided: at most N trials per task and treatment (default: 10)",
     )
     add(
         "--rerun-errors",
@@ -556,7 +581,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             warnings.warn(TaskWarning(message), stacklevel=1)
 
 
-def pytest_collection_modifyitems(config: pytest.Config) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash.get(STATE, None)
     if state is None or not state.collected:
         return
@@ -571,6 +596,9 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     state.use(session.experiment)  # and an --experiment-id that is not a folder name
     state.use(session.judge_run)  # and a judge that is malformed, cannot judge or has no CLI installed
     limits(config)  # and negative --max-trials / --max-cost
+    retry_excluded(config)  # and a negative --retry-excluded
+    if sequential_design(config) is not None:  # and --max-count without --until-decided, or below 1
+        items.sort(key=_round_order)  # in rounds: trial 1 of every task and treatment first
     if getattr(config, "workerinput", None) is not None:  # a worker: SIGTERM from its controller, as Ctrl-C
         install(config, controller=False)
     if not _only_shows(config):  # a listing writes nothing: it holds nothing either
@@ -602,9 +630,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     root = state.session.experiment().root
     token = state.session_token()
     write_plan(root, cases, session=token, started_at=datetime.now(UTC), limits=limits(config).as_dict())
+    design = sequential_design(config)
+    if design is not None:
+        from scaffold.experiment.sequential import prepare
+
+        prepare(root, design, *_compared(state))
     beacon = state.beacon_path()
     if beacon is not None:
         write_text_atomic(beacon, str(root), durable=False)
+
+
+def _round_order(item: pytest.Item) -> tuple[int, int]:
+    """An item's place in a run until decided: its trial (the round), then where it was (a stable sort)."""
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get(CASE_FIXTURE) if callspec is not None else None
+    return (getattr(case, "trial", 0), 0)
 
 
 def limits(config: pytest.Config) -> Limits:
@@ -617,6 +657,35 @@ def limits(config: pytest.Config) -> Limits:
     if cost is not None and not cost >= 0:
         raise pytest.UsageError(f"--max-cost={cost}: must be a number of US dollars, 0 or more")
     return Limits(trials, cost)
+
+
+DEFAULT_MAX_COUNT: Final = 10
+
+
+def sequential_design(config: pytest.Config) -> Design | None:
+    """``--until-decided`` and ``--max-count``: the design of a run until decided (scaffold.experiment.sequential)."""
+    from scaffold.experiment.sequential import Design
+
+    until, most = config.getoption("comet_until_decided"), config.getoption("comet_max_count")
+    if not until:
+        if most is not None:
+            raise pytest.UsageError(f"--max-count={most}: goes with --until-decided (a fixed design uses --count)")
+        return None
+    if most is not None and most < 1:
+        raise pytest.UsageError(f"--max-count={most}: must be 1 or more")
+    # pytest-repeat's --count defaults to 1: only another number can be told from its absence.
+    repeat = config.getoption("count", None) if config.pluginmanager.hasplugin("repeat") else None
+    if config.getoption("comet_count") is not None or repeat not in (None, 1):
+        raise pytest.UsageError("--count with --until-decided: say how many trials at most with --max-count instead")
+    return Design(baseline=config.getoption("comet_baseline"), max_count=most or DEFAULT_MAX_COUNT)
+
+
+def retry_excluded(config: pytest.Config) -> int:
+    """``--retry-excluded``: more attempts a trial excluded as retryable noise may have (scaffold.trial.runner)."""
+    retries = config.getoption("comet_retry_excluded")
+    if retries < 0:
+        raise pytest.UsageError(f"--retry-excluded={retries}: must be 0 or more (0 turns retries off)")
+    return int(retries)
 
 
 # --- fixtures -----------------------------------------------------------------------------------------
@@ -670,6 +739,13 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     # With two trials in flight, the trial started ahead is what a standby container would be: the backend
     # is told that nothing follows, so it makes none (scaffold.workspaces.docker.standby).
     runner.upcoming = (lambda: state.next_case) if state.in_flight() == 1 else (lambda: None)
+    budget = limits(request.config)
+    if budget:
+        from scaffold.experiment.budget import claim
+
+        root, token = runner.experiment.root, state.session_token()
+        # A retry is a trial start: it claims its share of the budget as the first attempt did.
+        runner.admit_retry = lambda case: claim(root, token, case.id, budget)
     try:
         yield runner
     finally:
@@ -690,6 +766,12 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
         return Trial(comet_case)
     runner: Runner = request.getfixturevalue("comet_runner")
     request.node.user_properties.append(("comet_case", comet_case.id))
+    # A trial already started ahead runs to its record: ending it now would waste what it spent.
+    started = comet_case in plugin_state(request.config).ahead
+    decided = None if started else _sequential_refusal(request.config, runner, comet_case)
+    if decided is not None:
+        request.node.user_properties.append(("comet_not_needed", decided))
+        pytest.skip(f"not needed: {decided}")
     budget = limits(request.config)
     if budget and not _recorded(runner, comet_case):
         from scaffold.experiment.budget import claim
@@ -699,12 +781,22 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
         if reason is not None:
             request.node.user_properties.append(("comet_not_run", reason))
             pytest.skip(f"not run: {reason}")
+    from scaffold.trial.runner import RetryNotStarted
+
     try:
         result = _run(request.config, runner, comet_case)
     except CometError as exc:
         request.node.user_properties.append(("comet_verdict", "invalid"))
         return Trial(comet_case, error=str(exc))
+    except RetryNotStarted as exc:  # its attempts are kept: a resume goes on with the next one
+        request.node.user_properties.append(("comet_not_run", exc.reason))
+        pytest.skip(f"not run: {exc.reason} (before a retry of an attempt excluded as noise)")
     record = result.record
+    design = sequential_design(request.config)
+    if design is not None:  # the decision moves on with every finished trial, whichever process ran it
+        from scaffold.experiment.sequential import record_outcome
+
+        record_outcome(runner.experiment.root, design, *_compared(plugin_state(request.config)), record)
     request.node.user_properties.extend(
         [
             ("comet_verdict", record.verdict),
@@ -712,6 +804,7 @@ def comet_trial(request: pytest.FixtureRequest, comet_case: Case | Broken) -> Tr
             ("comet_weighted_score", record.weighted_score),
             ("comet_record", str(result.record_path)),
             ("comet_engine", record.workspace.engine),
+            ("comet_attempts", len(record.attempts) + 1),
         ]
     )
     observational = plugin_state(request.config).session.observes(comet_case.treatment)
@@ -724,10 +817,32 @@ def _run(config: pytest.Config, runner: Runner, case: Case) -> TrialResult:
     from pytest_comet.ahead import may_start_ahead, session_allows
 
     state = plugin_state(config)
-    if state.in_flight() > 1 and session_allows(config) and may_start_ahead(state.next_item, state.next_case):
+    if (
+        state.in_flight() > 1
+        and session_allows(config)
+        and may_start_ahead(state.next_item, state.next_case)
+        and (state.next_case is None or _sequential_refusal(config, runner, state.next_case) is None)
+    ):
         assert state.next_case is not None
         state.ahead.start(runner, state.next_case)
     return state.ahead.result(case) if case in state.ahead else runner.run(case)
+
+
+def _compared(state: PluginState) -> tuple[list[str], list[str]]:
+    """The tasks and treatments of a run until decided, the same in every process."""
+    from scaffold.experiment.cases import Case
+
+    cases = [c for c in state.use(state.session.cases) if isinstance(c, Case)]
+    return sorted({c.task for c in cases}), sorted({c.treatment for c in cases})
+
+
+def _sequential_refusal(config: pytest.Config, runner: Runner, case: Case) -> str | None:
+    """Why a run until decided no longer needs *case* (its comparison decided at an earlier round)."""
+    if sequential_design(config) is None or _recorded(runner, case):
+        return None
+    from scaffold.experiment.sequential import refusal
+
+    return refusal(runner.experiment.root, case.task, case.treatment, case.trial)
 
 
 def _recorded(runner: Runner, case: Case) -> bool:

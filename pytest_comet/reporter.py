@@ -67,6 +67,8 @@ class Reporter:
         """The eval.yaml quality gates' lines for the terminal (empty: no manifest or no quality gates)."""
         self.not_run: list[tuple[str, str]] = []
         """(case id, reason) of the trials a budget kept from starting."""
+        self.not_needed: list[str] = []
+        """Case ids of the trials a run until decided no longer needed (--until-decided)."""
         self.engines: Counter[str] = Counter()
         """Trials run per Docker engine (shown when a pool spread them over more than one)."""
         self.finished: set[str] = set()
@@ -82,6 +84,8 @@ class Reporter:
         props = dict(report.user_properties)
         if report.when == "setup" and report.skipped and "comet_not_run" in props:
             self.not_run.append((str(props.get("comet_case", report.nodeid)), str(props["comet_not_run"])))
+        if report.when == "setup" and report.skipped and "comet_not_needed" in props:
+            self.not_needed.append(str(props.get("comet_case", report.nodeid)))
         if report.when != "call":
             return
         if "comet_verdict" in props:
@@ -251,23 +255,35 @@ class Reporter:
             beacon.unlink(missing_ok=True)
 
     def _not_run_section(self, summary: Path, experiment_id: str) -> None:
-        if not self.not_run or not summary.is_file():
+        if not (self.not_run or self.not_needed) or not summary.is_file():
             return
         from scaffold.experiment.budget import not_run_markdown
+        from scaffold.experiment.sequential import not_needed_markdown
         from scaffold.util.atomic import write_text_atomic
 
-        section = not_run_markdown(self.not_run[0][1], sorted(case for case, _ in self.not_run), experiment_id)
+        sections = []
+        if self.not_needed:
+            sections.append(not_needed_markdown(sorted(self.not_needed)))
+        if self.not_run:
+            cases = sorted(case for case, _ in self.not_run)
+            sections.append(not_run_markdown(self.not_run[0][1], cases, experiment_id))
         text = summary.read_text(encoding="utf-8")
-        write_text_atomic(summary, text.rstrip("\n") + "\n\n" + section)
+        write_text_atomic(summary, text.rstrip("\n") + "\n\n" + "\n".join(sections))
 
     def budget_lines(self) -> list[str]:
         """The terminal's lines about trials a budget kept from starting (also printed by comet eval)."""
+        lines = []
+        if self.not_needed:
+            lines.append(
+                f"until decided: {len(self.not_needed)} trial(s) not needed: their comparisons were decided first"
+            )
         if not self.not_run:
-            return []
+            return lines
         state = plugin_state(self.config)
         cases = sorted(case for case, _ in self.not_run)
         shown = ", ".join(cases[:10]) + (f" and {len(cases) - 10} more" if len(cases) > 10 else "")
         return [
+            *lines,
             f"budget: {self.not_run[0][1]}: {len(cases)} trial(s) not run: {shown}",
             f"budget: resume with --experiment-id {state.experiment_id()} to run them; the exit status "
             "answers for the trials that ran",

@@ -208,6 +208,7 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
         profile=config.getoption("comet_profile"),
         keep_workspaces=config.getoption("comet_keep_workspaces"),
         rerun_errors=bool(config.getoption("comet_rerun_errors")),
+        retry_excluded=max(0, int(config.getoption("comet_retry_excluded"))),  # negative: a usage error later
         experiment_id=config.getoption("comet_experiment_id"),
         logs_dir=path("logs_dir"),
         workspace_root=path("workspace_root"),
@@ -246,6 +247,10 @@ def _count(config: pytest.Config) -> int:
     """Trials per case: ``--comet-count`` (or our ``--count``), else pytest-repeat's ``--count`` when that
     plugin owns the name (pytest_comet.plugin keeps it from multiplying the items), else 1."""
     count = config.getoption("comet_count")
+    if config.getoption("comet_until_decided") and count is None:
+        # A run until decided collects every trial it may need; those it does not are skipped.
+        most = config.getoption("comet_max_count")
+        return int(most) if most is not None and most > 0 else 10
     if count is None and config.pluginmanager.hasplugin("repeat"):
         count = config.getoption("count", None)
     return int(count) if count is not None else 1

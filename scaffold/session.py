@@ -114,6 +114,8 @@ class Options:
     profile: str | None = None
     keep_workspaces: KeepPolicy = "failed"
     rerun_errors: bool = False
+    retry_excluded: int = 2
+    """``--retry-excluded``: more attempts a trial excluded as retryable noise may have; 0: none."""
     experiment_id: str | None = None
     """The experiment to write to (an existing one is resumed); None: a new id."""
     logs_dir: Path | None = None
@@ -513,6 +515,7 @@ class HarnessSession:
             model=options.model,
             keep_workspaces=options.keep_workspaces,
             rerun_errors=options.rerun_errors,
+            retry_excluded=options.retry_excluded,
             judge=self.judge(),
         )
 

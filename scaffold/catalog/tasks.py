@@ -95,6 +95,9 @@ class Evaluation(Model):
     expected_artifacts: StrList = ()
     required_skills: StrList = ()
     require_skill_invocation: Annotated[bool, Field(strict=True)] = False
+    # With no required skill installed, DYNAMIC_SKILL's and TASK_SKILLS' own skills are expected
+    # (scaffold.rubrics.expected); false: skill_invocation is N/A for them (eval.yaml's requiredSkills: []).
+    expect_skills_under_test: Annotated[bool, Field(strict=True)] = True
     rubric_criteria: StrList = ()
     # Named values the task hands its validators (``_test_context.json``) and its profile's rubric, e.g.
     # ``skill_package_path = "generated-skill"`` for authoring-skill. Strings only, like every other value

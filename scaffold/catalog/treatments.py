@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -74,6 +74,10 @@ class SkillRef:
     name: str
     path: Path
     variant: str | None = None
+    source: str | None = field(default=None, compare=False)
+    """Where the skill came from, as reports name it: the folder given (``--skill-path``, a treatments
+    file's ``path``), ``snapshot BASE/SKILL (...)``, or ``task skills (...)``; None: its folder. A label,
+    not part of the skill's identity."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +102,9 @@ def task_treatment(skills_dir: Path) -> Treatment:
     """TASK_SKILLS for one task: every folder of *skills_dir* that holds a SKILL.md, under its own name."""
     found = sorted(p for p in skills_dir.iterdir() if (p / "SKILL.md").is_file()) if skills_dir.is_dir() else []
     return Treatment(
-        TASK_SKILLS, TASK_SKILLS_PLACEHOLDER.description, tuple(SkillRef(p.name, p.absolute()) for p in found)
+        TASK_SKILLS,
+        TASK_SKILLS_PLACEHOLDER.description,
+        tuple(SkillRef(p.name, p.absolute(), source=f"task skills ({p.absolute()})") for p in found),
     )
 
 
@@ -176,7 +182,7 @@ def dynamic_treatment(skill_path: Path, skill_name: str | None = None) -> Treatm
     problem = _skill_problem(path, name)
     if problem:
         raise SelectionError(f"--skill-path {skill_path}: {problem}")
-    return Treatment(DYNAMIC_SKILL, f"The skill at {path}", (SkillRef(name, path),))
+    return Treatment(DYNAMIC_SKILL, f"The skill at {path}", (SkillRef(name, path, source=str(path)),))
 
 
 class _Invalid(Exception):
@@ -279,16 +285,18 @@ def _resolve_skill(item: _SkillEntry, file: Path, root: Path, bases: Mapping[str
         return None, "give either path (relative to this file) or skill with base, not both"
     if item.path:
         folder = Path(os.path.normpath(file.parent.absolute() / item.path))
+        source = str(folder)
     elif item.skill:
         if not item.base:
             return None, "a skill snapshot needs a base folder name (base: NAME)"
         base = bases.get(item.base, root.parent / item.base)
         folder = Path(os.path.normpath(base.absolute() / item.skill))
+        source = f"snapshot {item.base}/{item.skill} ({folder})"
     else:
         return None, "a skill entry needs path (a folder relative to this file) or skill with base"
     name = item.name or folder.name
     problem = _skill_problem(folder, name)
-    return (None, problem) if problem else (SkillRef(name, folder, item.variant), "")
+    return (None, problem) if problem else (SkillRef(name, folder, item.variant, source), "")
 
 
 SKILL_NAME_RULE = "must start with a letter or digit and use only letters, digits, '.', '_' and '-' (at most 100)"

@@ -9,6 +9,8 @@
 <id>/trials/<task>-<treatment>-r<N>/changes.json     what the agent changed in the workspace
 <id>/trials/<task>-<treatment>-r<N>/transcript.html  the trial as a page a person reads
 <id>/trials/<task>-<treatment>-r<N>/progress.json    while the trial runs: its phase and turn (comet status)
+<id>/trials/<task>-<treatment>-r<N>/attempts/<K>/    an earlier attempt excluded as noise and run again
+                                                     (--retry-excluded): its files, its record.json among them
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from scaffold.errors import SelectionError
 from scaffold.experiment.cases import Case
 
 __all__ = [
+    "ATTEMPTS_DIR",
     "CHANGES_FILE",
     "EXPERIMENT_ID",
     "INSTRUCTION_FILE",
@@ -47,6 +50,8 @@ PROGRESS_FILE = "progress.json"
 """A running trial's phase and turn, rewritten atomically as it goes (comet status reads it)."""
 INSTRUCTION_FILE = "instruction.md"
 """The prompt the agent was given, as rendered for this trial (the transcript shows it)."""
+ATTEMPTS_DIR = "attempts"
+"""The earlier attempts of a trial, ``attempts/<K>/`` in its folder (scaffold.trial.runner)."""
 
 
 def new_experiment_id(now: datetime | None = None) -> str:
@@ -75,13 +80,14 @@ class Experiment:
     def trial_dir(self, case: Case) -> Path:
         return self.trials_dir / case.id
 
-    def workspace_key(self, case: Case) -> str:
+    def workspace_key(self, case: Case, attempt: int = 1) -> str:
         """Where *case*'s workspace goes under the backend's root: ``<experiment id>/<case>-<digest>``, the
         digest of the experiment's folder, so that two experiments of one id in other folders never share
         a workspace (the id stays the first part: a container's experiment label; the backends' sweeps look
-        two levels down)."""
+        two levels down). A retry's (*attempt* 2 and later) has ``-a<attempt>`` after it, so a kept
+        workspace of an earlier attempt stays as it was left."""
         digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:8]
-        return f"{self.id}/{case.id}-{digest}"
+        return f"{self.id}/{case.id}-{digest}" + (f"-a{attempt}" if attempt > 1 else "")
 
     def record_path(self, case: Case) -> Path:
         return self.trial_dir(case) / RECORD_FILE

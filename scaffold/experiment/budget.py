@@ -14,6 +14,11 @@ so the count and the spend are shared by all of the session's workers. Exact sem
 * once a limit is reached the session stays stopped: every later trial is refused with the reason, and
   shows as skipped ("not run"); a later session (the same ``--experiment-id``) starts with a new count
   and runs the trials without a record.
+* a retry of a trial excluded as noise (``--retry-excluded``) is a trial start too: it runs the agent
+  again and spends what the first attempt would have, so it claims as a trial does (its case id again
+  in ``started``), and the spend counts every attempt (the final record's ``attempts``, or the records in
+  ``attempts/`` of a trial still running). A retry refused leaves the trial without a record (its
+  attempts kept): it shows as not run, and a resume goes on with its next attempt.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from scaffold.errors import RecordError
-from scaffold.experiment import PROGRESS_FILE, RECORD_FILE
+from scaffold.experiment import ATTEMPTS_DIR, PROGRESS_FILE, RECORD_FILE
 from scaffold.experiment.progress import read_progress
 from scaffold.records.files import read_record
 from scaffold.util.atomic import locked, write_json_atomic
 
-__all__ = ["BUDGET_FILE", "Limits", "claim", "not_run_markdown", "read_budget"]
+__all__ = ["BUDGET_FILE", "Limits", "attempts_cost", "claim", "not_run_markdown", "read_budget"]
 
 BUDGET_FILE: Final = "budget.json"
 LOCK_FILE: Final = ".budget.lock"
@@ -65,7 +70,9 @@ def claim(root: Path, session: str, case_id: str, limits: Limits) -> str | None:
         started: list[str] = data["started"]
         if data["stopped"] is None:
             if limits.max_trials is not None and len(started) >= limits.max_trials:
-                data["stopped"] = f"--max-trials {limits.max_trials} reached ({len(started)} trial(s) started)"
+                retries = len(started) - len(set(started))
+                of_them = f", {retries} of them {'a retry' if retries == 1 else 'retries'}" if retries else ""
+                data["stopped"] = f"--max-trials {limits.max_trials} reached ({len(started)} trial(s) started{of_them})"
             elif limits.max_cost_usd is not None:
                 spent = _spent(root, started)
                 if spent >= limits.max_cost_usd:
@@ -81,9 +88,10 @@ def claim(root: Path, session: str, case_id: str, limits: Limits) -> str | None:
 
 
 def _spent(root: Path, started: list[str]) -> float:
-    """The cost of the trials *started*: their record's, else their progress file's so far."""
+    """The cost of the trials *started* (each once, however often retried): every attempt's, from their
+    record, else from the attempts set aside and the progress file of the one running."""
     total = 0.0
-    for case_id in started:
+    for case_id in dict.fromkeys(started):
         folder = root / "trials" / case_id
         cost: float | None = None
         if (folder / RECORD_FILE).is_file():
@@ -91,13 +99,29 @@ def _spent(root: Path, started: list[str]) -> float:
                 record = read_record(folder / RECORD_FILE)
             except RecordError:
                 record = None
-            if record is not None and record.trajectory is not None:
-                cost = record.trajectory.cost_usd
+            if record is not None:
+                cost = record.cost_of_attempts_usd
         else:
             progress = read_progress(folder / PROGRESS_FILE)
             value = progress.get("cost_usd") if progress is not None else None
-            cost = float(value) if isinstance(value, int | float) else None
+            cost = (float(value) if isinstance(value, int | float) else 0.0) + attempts_cost(folder)
         total += cost or 0.0
+    return total
+
+
+def attempts_cost(folder: Path) -> float:
+    """What the attempts set aside in a trial folder (``attempts/<K>/record.json``) cost, as their agents
+    reported it: a trial still running (or stopped mid-retry) has no final record that sums them yet."""
+    total = 0.0
+    attempts = folder / ATTEMPTS_DIR
+    if not attempts.is_dir():
+        return total
+    for path in sorted(attempts.glob(f"[0-9]*/{RECORD_FILE}")):
+        try:
+            record = read_record(path)
+        except RecordError:
+            continue
+        total += (record.trajectory.cost_usd if record.trajectory is not None else None) or 0.0
     return total
 
 

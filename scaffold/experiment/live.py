@@ -60,8 +60,9 @@ def terminal_width(out: TextIO) -> int:
 
 def trial_line(done: int, total: int | None, case: str, properties: Mapping[str, object], elapsed_s: float) -> str:
     """``[3/10] alpha-CONTROL-r1: passed  score 1.00  12 s in trial``: a finished trial, from its test
-    report's user properties (verdict, weighted score, resumed; or the reason it was not run). The time
-    is the whole trial's as the session saw it, workspace setup to scoring (a record's ``duration_s``)."""
+    report's user properties (verdict, weighted score, resumed, attempts; or the reason it was not run).
+    The time is the whole trial's as the session saw it, workspace setup to scoring, every attempt of a
+    retried trial included."""
     shown = "?" if total is None else str(total)
     not_run = properties.get("comet_not_run")
     if not_run:
@@ -70,7 +71,10 @@ def trial_line(done: int, total: int | None, case: str, properties: Mapping[str,
     score = properties.get("comet_weighted_score")
     scored = f"  score {score:.2f}" if isinstance(score, float) else ""
     resumed = "  (from an earlier run)" if properties.get("comet_resumed") else ""
-    return f"[{done}/{shown}] {case}: {verdict}{scored}  {elapsed_s:.0f} s in trial{resumed}"
+    attempts = properties.get("comet_attempts")
+    retries = attempts - 1 if isinstance(attempts, int) and attempts > 1 else 0
+    retried = f"  (after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
+    return f"[{done}/{shown}] {case}: {verdict}{scored}  {elapsed_s:.0f} s in trial{retried}{resumed}"
 
 
 class LiveLine:

@@ -123,7 +123,11 @@ class TrialProgress:
     agent (a background thread counting turns), :meth:`remove` once the record is written or the trial
     is abandoned. Writing it never fails the trial: it is a view, not a result."""
 
-    def __init__(self, path: Path, case: Case, worker: str, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, path: Path, case: Case, worker: str, clock: Callable[[], datetime], *, retry: int = 0, retries: int = 0
+    ) -> None:
+        """*retry*: which retry of the trial this is (0: its first attempt) of at most *retries*
+        (``--retry-excluded``); the file says it only for a retry."""
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
@@ -143,6 +147,8 @@ class TrialProgress:
             "conversation_turn": 0,
             "cost_usd": None,
         }
+        if retry:
+            self._data.update(retry=retry, retries=retries)
 
     def phase(self, name: Phase) -> None:
         """Enter phase *name* (no write when it is the current one)."""

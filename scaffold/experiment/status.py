@@ -8,9 +8,11 @@ pytest-xdist controller, a CI step) while the trials run:
   finished by the controller at its end. Each CI shard writes one in its own experiment folder; ``comet
   status`` reads several folders and adds them up. A folder without one (an experiment of an older
   version) counts its records and running trials only.
-* the trial records (done; verdicts; cost spent from ``trajectory.cost_usd``; durations for the ETA);
-* the progress files of running trials (scaffold.experiment.progress): phase, turn, cost so far. One not
-  updated for STALLED_AFTER_S is counted as stalled (its worker may have died).
+* the trial records (done; verdicts; cost spent from ``trajectory.cost_usd``, every attempt's when a trial
+  was retried; durations for the ETA);
+* the progress files of running trials (scaffold.experiment.progress): phase, turn, cost so far (with
+  the attempts set aside before a retry), which retry. One not updated for STALLED_AFTER_S is counted as
+  stalled (its worker may have died).
 
 queued = planned - done - running; the estimated time left is the mean duration of the finished trials
 times the queued and running ones, divided by the concurrency observed (the trials running now). Not a
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from scaffold.errors import RecordError
-from scaffold.experiment import PROGRESS_FILE, RECORD_FILE
+from scaffold.experiment import ATTEMPTS_DIR, PROGRESS_FILE, RECORD_FILE
 from scaffold.experiment.budget import read_budget
 from scaffold.experiment.progress import read_progress
 from scaffold.records.files import read_record
@@ -110,6 +112,10 @@ class Running:
     idle_s: float
     cost_usd: float | None
     worker: str
+    retry: int = 0
+    """Which retry of the trial this is (``--retry-excluded``); 0: its first attempt."""
+    retries: int = 0
+    """The retries it may have at most."""
 
     @property
     def stalled(self) -> bool:
@@ -172,8 +178,7 @@ class RecordCache:
         except RecordError:
             value = None
         else:
-            cost = record.trajectory.cost_usd if record.trajectory is not None else None
-            value = (record.case_id, record.verdict, cost, record.duration_s)
+            value = (record.case_id, record.verdict, record.cost_of_attempts_usd, record.duration_s)
         self._seen[path] = (stamp, value)
         return value
 
@@ -267,14 +272,26 @@ def _read_folder(root: Path, now: datetime, cache: RecordCache) -> _Folder:
             continue
         progress = read_progress(folder / PROGRESS_FILE)
         if progress is not None:
-            running.append(_running(progress, now))
+            running.append(_running(progress, now, _earlier_cost(folder, progress, cache)))
     return _Folder(read_plan(root), records, running)
 
 
-def _running(data: Mapping[str, Any], now: datetime) -> Running:
+def _earlier_cost(folder: Path, progress: Mapping[str, Any], cache: RecordCache) -> float | None:
+    """What the attempts of a running retry set aside cost: its last one's record sums them all."""
+    retry = progress.get("retry")
+    if not isinstance(retry, int) or retry < 1:
+        return None
+    found = cache.get(folder / ATTEMPTS_DIR / str(retry) / RECORD_FILE)
+    return found[2] if found is not None else None
+
+
+def _running(data: Mapping[str, Any], now: datetime, earlier_cost: float | None = None) -> Running:
     start = _time(data.get("started_at")) or now
     updated = _time(data.get("updated_at")) or start
     cost = data.get("cost_usd")
+    if earlier_cost is not None:
+        cost = (cost if isinstance(cost, int | float) else 0.0) + earlier_cost
+    retry, retries = data.get("retry"), data.get("retries")
     return Running(
         case_id=str(data["case_id"]),
         phase=str(data.get("phase") or "starting"),
@@ -284,6 +301,8 @@ def _running(data: Mapping[str, Any], now: datetime) -> Running:
         idle_s=max(0.0, (now - updated).total_seconds()),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
         worker=str(data.get("worker") or ""),
+        retry=retry if isinstance(retry, int) and retry > 0 else 0,
+        retries=retries if isinstance(retries, int) and retries > 0 else 0,
     )
 
 
@@ -317,7 +336,8 @@ def _trial(running: Running) -> str:
     # and the transcript's turn times are parts of it, and say so.
     turn = f" t{running.turn}" if running.turn else ""
     stalled = " STALLED" if running.stalled else ""
-    return f"{running.case_id} {running.phase}{turn} {clock(running.elapsed_s)} in trial{stalled}"
+    retry = f" retry {running.retry}/{running.retries}" if running.retry else ""
+    return f"{running.case_id}{retry} {running.phase}{turn} {clock(running.elapsed_s)} in trial{stalled}"
 
 
 def status_line(status: Status, *, shown: int = 3) -> str:
@@ -356,9 +376,10 @@ def status_view(status: Status) -> list[str]:
         cost = f", {_money(r.cost_usd)} so far" if r.cost_usd is not None else ""
         conversation = f", conversation turn {r.conversation_turn}" if r.conversation_turn > 1 else ""
         stalled = f"; STALLED: no update for {clock(r.idle_s)}" if r.stalled else ""
+        retry = f" (retry {r.retry} of at most {r.retries}: earlier attempts excluded as noise)" if r.retry else ""
         lines.append(
-            f"  {r.case_id}: {r.phase}, turn {r.turn}{conversation}, {clock(r.elapsed_s)} in trial [{r.worker}]"
-            f"{cost}{stalled}"
+            f"  {r.case_id}{retry}: {r.phase}, turn {r.turn}{conversation}, {clock(r.elapsed_s)} in trial "
+            f"[{r.worker}]{cost}{stalled}"
         )
     if status.queued is not None:
         lines.append(f"queued: {status.queued}")
@@ -402,6 +423,7 @@ def status_json(status: Status) -> dict[str, Any]:
                 "stalled": r.stalled,
                 "cost_usd": r.cost_usd,
                 "worker": r.worker,
+                "retry": r.retry,
             }
             for r in status.running
         ],

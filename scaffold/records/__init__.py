@@ -26,6 +26,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "STREAM_PREFIX",
     "AgentInfo",
+    "AttemptInfo",
     "ChangeCounts",
     "Endpoint",
     "NoiseCategory",
@@ -142,6 +143,24 @@ class ChangeCounts(msgspec.Struct, frozen=True, gc=False):
         return self.added + self.modified + self.deleted
 
 
+class AttemptInfo(msgspec.Struct, frozen=True, gc=False):
+    """An earlier attempt of a trial: excluded as environment or runner noise and run again in a fresh
+    workspace (``--retry-excluded``). Its files, its own record among them, are kept in *folder*."""
+
+    attempt: _Count
+    """1 for the first attempt; the record's own attempt is ``len(attempts) + 1``."""
+    folder: str
+    """Where its files are, relative to the trial folder (``attempts/1``)."""
+    verdict: Verdict
+    noise_reason: str
+    """Why it was excluded (a reason of scaffold.records.noise, e.g. ``rate_limited``)."""
+    started_at: str = ""
+    finished_at: str = ""
+    duration_s: _Seconds = 0.0
+    cost_usd: Annotated[float, msgspec.Meta(ge=0.0, le=_FINITE_MAX)] | None = None
+    """What its agent reported it cost; None when it reported nothing."""
+
+
 class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One trial. Fields in the order of the JSON form, ``schema_version`` first.
 
@@ -181,12 +200,35 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     worker: str = "main"
     harness_version: str | None = None
     """The comet-eval release that ran the trial; None in records written before it was recorded."""
+    skill_sources: Mapping[str, str] = {}
+    """Where each skill the treatment installed came from (its name -> the folder given, ``snapshot
+    BASE/SKILL (...)`` or ``task skills (...)``), for the reports to name it beside ``config``'s content
+    hash. Outside ``config``: a path of this machine must not change the configuration hash. Empty
+    without skills, and in records written before it was recorded."""
+    expected_skills: tuple[str, ...] = ()
+    """The skills the trial was expected to invoke (scaffold.rubrics.expected: the task's required
+    skills the treatment installs, else DYNAMIC_SKILL's and TASK_SKILLS' skills under test), when it was
+    scored and its agent can invoke skills; empty otherwise, and in records written before it was recorded.
+    The reports' "skill used in x of y trials" counts these trials."""
     noise: NoiseVerdict
     """Required: a record without one (written before classification existed) is brought up to date
     when it is read (scaffold.records.files.upgrade)."""
     streams: tuple[str, ...]
     """Names of the agent's raw stream files in the trial folder (``agent.*``), listed when the record is
     written so reports need not list 100,000 folders. Required, as ``noise`` is."""
+    attempts: tuple[AttemptInfo, ...] = ()
+    """The earlier attempts of this trial, first first: each was excluded as retryable noise and run
+    again (scaffold.trial.runner); this record is the last attempt's. Empty when the first attempt counted
+    (and in records written before retries existed)."""
+
+    @property
+    def cost_of_attempts_usd(self) -> float | None:
+        """What every attempt of the trial cost, this one and the earlier ones (what a budget spends);
+        None when none reported a cost."""
+        costs = [a.cost_usd for a in self.attempts]
+        costs.append(self.trajectory.cost_usd if self.trajectory is not None else None)
+        known = [c for c in costs if c is not None]
+        return sum(known) if known else None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: plain data (lists, not tuples) in field order; the trajectory also carries

@@ -29,6 +29,7 @@ Pure: reads a record, returns a verdict with the evidence that decided.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from scaffold.agents.builtin import BUILTIN_TRAITS
@@ -37,7 +38,7 @@ from scaffold.trajectory import ApiFailure, Trajectory
 from scaffold.util.plain import plain
 from scaffold.validation.results import ValidationCheck
 
-__all__ = ["EXCLUDED_REASONS", "FLAGGED_REASONS", "UNCLASSIFIED", "classify"]
+__all__ = ["EXCLUDED_REASONS", "FLAGGED_REASONS", "RETRYABLE_REASONS", "UNCLASSIFIED", "classify", "retryable"]
 
 Source = Literal["structured", "text"]
 
@@ -52,6 +53,14 @@ EXCLUDED_REASONS: Final = (
     "skill_leak",
     "missing_reward",
 )
+RETRYABLE_REASONS: Final = frozenset(
+    {"rate_limited", "api_timeout", "runner_timeout", "container_failure", "network_failed", "api_error"}
+)
+"""Excluded reasons a fresh attempt may well not meet again (``--retry-excluded``): the provider's or the
+network's weather, a container or an engine that broke, the harness's own clock. Never retried:
+``auth_failed`` (the same key is refused again), ``skill_leak`` (the image holds a skill, every time) and
+``missing_reward`` (the task's verifier writes none): retrying them spends budget to learn nothing.
+``api_error`` only when the API did not refuse the request itself (:func:`retryable`)."""
 FLAGGED_REASONS: Final = (
     "outer_failure_mentioned",
     "suspected_harness_trigger",
@@ -123,6 +132,19 @@ def classify(record: TrialRecord) -> NoiseVerdict:
     if text is not None and not finished:
         return NoiseVerdict("excluded", text[0], "text", {"pattern": text[0], "text": text[1], "where": text[2]})
     return _flags(record, traj, text) or _INCLUDED
+
+
+def retryable(noise: NoiseVerdict) -> bool:
+    """Whether a trial with this noise verdict is worth another attempt: excluded for a reason of
+    RETRYABLE_REASONS, and for ``api_error`` not a 4xx answer (a request the API refused as malformed, or
+    a model it does not know, is refused again)."""
+    if noise.category != "excluded" or noise.reason not in RETRYABLE_REASONS:
+        return False
+    if noise.reason == "api_error":
+        failure = noise.evidence.get("failure")
+        status = failure.get("status") if isinstance(failure, Mapping) else None
+        return not (isinstance(status, int) and 400 <= status < 500)
+    return True
 
 
 def _excluded(reason: str, **evidence: Any) -> NoiseVerdict:

@@ -20,6 +20,7 @@ from typing import Any, Final, cast
 
 import msgspec
 
+from scaffold.experiment.sequential import Design, sequential_verdicts
 from scaffold.records import JudgeInfo, TrialRecord
 from scaffold.reports.comparable import Identities, mismatch
 from scaffold.reports.format import known
@@ -46,7 +47,9 @@ from scaffold.reports.model import (
     TrialLink,
     UnreadableRecord,
 )
-from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide_all
+from scaffold.reports.retries import RetryTally
+from scaffold.reports.skills import SkillTally
+from scaffold.reports.verdicts import MIN_TASKS, TaskSets, decide_all, decide_sequential
 from scaffold.rubrics import JUDGE_SOURCE
 from scaffold.stats import (
     Estimate,
@@ -138,6 +141,8 @@ class _Acc:
     cell_raw_scores: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     cell_raw_durations: dict[tuple[str, str], list[float]] = field(default_factory=lambda: defaultdict(list))
     cell_verdicts: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    retries: RetryTally = field(default_factory=RetryTally)
+    skills: SkillTally = field(default_factory=SkillTally)
 
 
 def build_analysis(
@@ -150,8 +155,12 @@ def build_analysis(
     effect: float = DEFAULT_EFFECT,
     max_k: int = DEFAULT_MAX_K,
     identities: Identities | None = None,
+    sequential: Design | None = None,
 ) -> Analysis:
     """Aggregate *records* into an ``Analysis`` against *baseline*.
+
+    *sequential*: the design of a run until decided (scaffold.experiment.sequential); its anytime-valid
+    decisions then give the verdicts, and the fixed-design figures stay beside them as descriptions.
 
     *files* maps (experiment_id, case_id) to the trial's files for links. Never raises on data: no
     records, a missing baseline, one task or every trial excluded give "Insufficient clean data"
@@ -188,6 +197,8 @@ def build_analysis(
             runtime=_runtime(acc, t),
             totals=_totals(acc.verdicts[t], acc.raw_scores[t], acc.raw_durations[t]),
             identity=identities.identity(t),
+            retries=acc.retries.report(t),
+            skills=acc.skills.report(t),
         )
         for t in treatments
     )
@@ -208,10 +219,22 @@ def build_analysis(
         MappingProxyType(dict(Counter((link.task, link.treatment) for link in acc.excluded))),
     )
     # Held to alpha as a family when several treatments are compared with one baseline (Holm).
-    verdicts = tuple(
-        _comparable(v, identities)
-        for v in decide_all(sets, treatments, baseline, baseline_found, counts, alpha, effect)
-    )
+    verdicts = decide_all(sets, treatments, baseline, baseline_found, counts, alpha, effect)
+    if sequential is not None and baseline_found:
+        codes = {
+            (o.task, o.treatment, o.trial): ("E" if o.passed is None else "P" if o.passed else "F") for o in acc.raw
+        }
+        codes.update({(link.task, link.treatment, link.trial): "X" for link in acc.excluded})
+        decided = sequential_verdicts(
+            sequential, {"\t".join(map(str, k)): c for k, c in codes.items()}, tasks, treatments
+        )
+        verdicts = tuple(decide_sequential(v, decided[v.treatment], sequential, counts) for v in verdicts)
+        notes.append(
+            f"this run stopped as soon as it was decided (--until-decided, at most {sequential.max_count} trials per "
+            f"task and treatment): the verdicts are those of the anytime-valid tests; the fixed-design p-values and "
+            f"intervals in the tables describe the trials run and are not valid after a data-dependent stop"
+        )
+    verdicts = tuple(_comparable(v, identities) for v in verdicts)
     # Rubric order (a dimension's position in the records' lists), then name: independent of record order.
     dim_names = tuple(sorted(acc.dim_order, key=lambda name: (acc.dim_order[name], name)))
     return Analysis(
@@ -297,6 +320,8 @@ def _add(acc: _Acc, record: TrialRecord, files: TrialFiles | None) -> None:
         record.changes.total if record.changes is not None else None,
     )
     acc.experiments.add(record.experiment_id)
+    acc.retries.add(record)
+    acc.skills.add(record, analysed=category != "excluded")
     acc.trials.append(link)
     key = (task, treatment)
     acc.links[key].append(link)

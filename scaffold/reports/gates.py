@@ -207,7 +207,11 @@ def _follow(gate: Gate, verdict: TreatmentVerdict) -> GateResult:
     decisive = verdict.pass_rate if verdict.scope == "across tasks" else verdict.on_tasks
     low = decisive.low if isinstance(decisive, (PairedComparison, OnTasksComparison)) else math.nan
     bounds = verdict.exclusions
-    if bounds is not None and bounds.imputed and isinstance(bounds.worst, (PairedComparison, OnTasksComparison)):
+    if verdict.sequential is not None:
+        # A run until decided: the fixed-design interval is not valid after its data-dependent stop; the
+        # anytime-valid one is (already the lowest of the analysis set and both exclusion extremes).
+        low = verdict.sequential.low
+    elif bounds is not None and bounds.imputed and isinstance(bounds.worst, (PairedComparison, OnTasksComparison)):
         low = min(low, bounds.worst.low)  # the treatment's excluded trials as failures, the baseline's as passes
     answered = verdict.label in ("improvement", "no significant difference")
     passed = answered and math.isfinite(low) and low > -gate.margin

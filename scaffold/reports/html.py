@@ -65,6 +65,7 @@ from scaffold.reports.model import (
 )
 from scaffold.reports.svg import Point, Row, clean, interval_chart, scatter_chart, symmetric_domain
 from scaffold.stats import Estimate, Insufficient, PairedComparison
+from scaffold.stats.heterogeneity import Heterogeneity, TaskEffect
 from scaffold.stats.paired import MONTE_CARLO_DRAWS
 
 __all__ = ["CELL_SAMPLE", "INLINE_TRIALS", "LIST_LIMIT", "render_html", "stream_label"]
@@ -72,6 +73,7 @@ __all__ = ["CELL_SAMPLE", "INLINE_TRIALS", "LIST_LIMIT", "render_html", "stream_
 INLINE_TRIALS = 3000
 CELL_SAMPLE = 3
 LIST_LIMIT = 50
+EFFECT_ROWS = 50  # per-task effects listed per treatment: the page stays small at 100 tasks x 10 treatments
 
 # Order in which trials are "worth a look" when a cell cannot list them all.
 _LOOK_FIRST = {"excluded": 0, "error": 1, "flagged": 2, "failed": 3, "passed": 4}
@@ -497,7 +499,19 @@ def render_html(analysis: Analysis, gates: Sequence[GateResult] = ()) -> str:
         mc_draws=MONTE_CARLO_DRAWS,
         transcript_file=TRANSCRIPT_FILE,
         judge_reasons=JUDGE_REASONS,
+        row_limit=EFFECT_ROWS,
+        shown_effects=_shown_effects,
     )
+
+
+def _shown_effects(h: Heterogeneity) -> list[TaskEffect]:
+    """The per-task effects the page lists, the largest first: all of them, or the half of
+    ``EFFECT_ROWS`` the treatment helped most and the half it hurt most."""
+    ranked = sorted(h.effects, key=lambda e: (-e.difference, e.task))
+    if len(ranked) <= EFFECT_ROWS:
+        return ranked
+    half = EFFECT_ROWS // 2
+    return ranked[:half] + ranked[-half:]
 
 
 def _top_failures(rows: Iterable[FailureCause]) -> list[FailureCause]:

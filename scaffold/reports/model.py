@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from scaffold.experiment import TRANSCRIPT_FILE
+from scaffold.experiment.sequential import SequentialVerdict
 from scaffold.records import TrialError
 from scaffold.stats import (
     Calibration,
@@ -36,6 +37,7 @@ from scaffold.stats import (
     SampleSize,
     TreatmentStats,
 )
+from scaffold.stats.heterogeneity import Heterogeneity
 from scaffold.stats.stratified import OnTasksComparison
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "Counts",
     "DimensionStats",
     "DimensionWeight",
+    "EvaluatedSkill",
     "ExclusionCheck",
     "FailureCause",
     "JudgeOverlay",
@@ -58,10 +61,13 @@ __all__ = [
     "Mismatch",
     "PassK",
     "RawTotals",
+    "Retries",
+    "SkillUse",
     "Spend",
     "Timing",
     "TreatmentIdentity",
     "TreatmentReport",
+    "TreatmentSkills",
     "TreatmentVerdict",
     "TrialFiles",
     "TrialLink",
@@ -200,6 +206,87 @@ class TrialLink(msgspec.Struct, frozen=True):
     """Files the agent added, modified or deleted (changes.json); None when not recorded."""
 
 
+SKILLS_SHOWN: Final = 10
+"""Skills a report names per treatment; results.jsonl and the records name every one."""
+TASKS_SHOWN: Final = 20
+"""Tasks whose skill use a report lists per treatment."""
+
+
+class EvaluatedSkill(msgspec.Struct, frozen=True):
+    """A skill a treatment installed, as every report names it: one per (name, content hash, source)."""
+
+    name: str
+    content_hash: str | None
+    """The record configuration's hash of the skill folder (``sha256:<hex>``); None when not recorded."""
+    source: str | None
+    """Where it came from (``TrialRecord.skill_sources``: the folder given, ``snapshot BASE/SKILL (...)``,
+    ``task skills (...)``); None in records written before it was recorded."""
+    trials: int
+    """Trials (raw set) that installed it."""
+
+    @property
+    def text(self) -> str:
+        """``my-skill`` from /skills/my-skill, content sha256:0123456789ab"""
+        digest = self.content_hash or "unknown"
+        algorithm, _, hexdigest = digest.partition(":")
+        short = f"{algorithm}:{hexdigest[:12]}" if hexdigest else digest[:19]
+        return f"{self.name} from {self.source or 'a source not recorded'}, content {short}"
+
+
+class SkillUse(msgspec.Struct, frozen=True):
+    """How often trials invoked the skills they were expected to (``TrialRecord.expected_skills``), over
+    the scored analysis-set trials that were expected to invoke any: trials whose agent can invoke skills,
+    of a task that requires a skill the treatment installs or under a treatment of skills under test."""
+
+    trials: int
+    """The trials counted (y of "used in x of y")."""
+    used: int
+    """Trials that invoked at least one expected skill, and the call succeeded."""
+    failed: int
+    """Trials that did not, but called an expected skill and the call failed (``skills_attempted``)."""
+
+    @property
+    def text(self) -> str:
+        """As the reports say it: ``skill used in 3 of 4 trials; 1 more attempted it and the call failed``."""
+        if not self.trials:
+            return "skill use not scored: no trial was expected to invoke a skill (its agent cannot, or none is needed)"
+        text = f"skill used in {self.used} of {self.trials} trials"
+        if self.failed:
+            text += f"; {self.failed} more attempted it and the call failed"
+        return text
+
+    @property
+    def short(self) -> str:
+        """``3 of 4``, and ``(1 with a failed call)`` when some trials called a skill and the call failed."""
+        return f"{self.used} of {self.trials}" + (f" ({self.failed} with a failed call)" if self.failed else "")
+
+
+class TreatmentSkills(msgspec.Struct, frozen=True):
+    """The skills one treatment installed, and how often its trials used the ones they were expected to."""
+
+    skills: tuple[EvaluatedSkill, ...]
+    """Sorted by name, source and hash."""
+    use: SkillUse
+    """Over every task."""
+    by_task: Mapping[str, SkillUse]
+    """Per task, sorted by name: the tasks with at least one trial counted."""
+
+    @property
+    def shown(self) -> tuple[EvaluatedSkill, ...]:
+        """The skills a report lists (TASK_SKILLS of a large benchmark has hundreds); the rest are counted."""
+        return self.skills[:SKILLS_SHOWN]
+
+    @property
+    def unshown(self) -> int:
+        return len(self.skills) - len(self.shown)
+
+    def tasks_text(self, limit: int = TASKS_SHOWN) -> str:
+        """``fix-median 2 of 2, wordcount-cli 1 of 2``: the first *limit* tasks, then how many more."""
+        shown = [f"{task} {use.short}" for task, use in list(self.by_task.items())[:limit]]
+        more = len(self.by_task) - limit
+        return ", ".join(shown) + (f" and {more} more task(s)" if more > 0 else "")
+
+
 class Counts(msgspec.Struct, frozen=True):
     """Trial counts of one treatment (or of everything) on the raw set."""
 
@@ -224,6 +311,44 @@ class Counts(msgspec.Struct, frozen=True):
     def excluded_share(self) -> float:
         """Excluded / raw trials; NaN without trials."""
         return self.excluded / self.trials if self.trials else math.nan
+
+
+class Retries(msgspec.Struct, frozen=True):
+    """The trials of one treatment run again after an attempt excluded as noise (``--retry-excluded``), and
+    their outcomes beside those of the trials that counted at their first attempt: retries can shift the
+    distribution (the trials that meet rate limits or timeouts need not be a random sample of them all).
+    A trial counts once, as its final attempt; only those still excluded reach the verdict's bounds."""
+
+    trials: int = 0
+    """Trials of the treatment (raw set)."""
+    retried: int = 0
+    """Trials with at least one earlier attempt."""
+    recovered: int = 0
+    """Retried trials whose final attempt was not excluded: they are in the analysis set."""
+    still_excluded: int = 0
+    """Retried trials excluded at their final attempt too (their retries ran out)."""
+    attempts: int = 0
+    """Attempts made in all: every trial's final one and the earlier ones."""
+    first_passed: int = 0
+    first_scored: int = 0
+    """Passed and scored trials of the analysis set that counted at their first attempt."""
+    retried_passed: int = 0
+    retried_scored: int = 0
+    """Passed and scored trials among the recovered ones."""
+    p_value: float | None = None
+    """Fisher's exact test (two-sided) of "first-try and recovered trials pass at the same rate", pooled
+    over tasks (a warning sign, not a rule); None when nothing was retried or a side has nothing scored."""
+    earlier_cost_usd: float | None = None
+    """What the earlier attempts cost as their agents reported it (never in Spend, which counts each
+    trial's final attempt); None when none reported a cost."""
+
+    @property
+    def first_pass_rate(self) -> float | None:
+        return self.first_passed / self.first_scored if self.first_scored else None
+
+    @property
+    def retried_pass_rate(self) -> float | None:
+        return self.retried_passed / self.retried_scored if self.retried_scored else None
 
 
 class RawTotals(msgspec.Struct, frozen=True):
@@ -330,6 +455,10 @@ class TreatmentReport(msgspec.Struct, frozen=True):
     """Pooled raw-set totals (summary.md's "By treatment")."""
     identity: TreatmentIdentity | None = None
     """The agent, version, model, endpoint, backend and harness that produced the treatment's trials."""
+    retries: Retries = Retries()
+    """Its trials run again after an attempt excluded as noise, and their outcomes beside the others'."""
+    skills: TreatmentSkills | None = None
+    """The skills the treatment installed and how often its trials used them; None when it installed none."""
 
     @property
     def pass_rate_shift(self) -> float:
@@ -592,6 +721,11 @@ class TreatmentVerdict(msgspec.Struct, frozen=True):
     decide)."""
     on_tasks_reason: str = ""
     """Its figures, when it does not decide (the reports show it beside an across-tasks verdict)."""
+    sequential: SequentialVerdict | None = None
+    """The anytime-valid tests of a run until decided, when the run was one (they gave the label)."""
+    heterogeneity: Heterogeneity | None = None
+    """Per-task effects, the within-task omnibus test and the tasks helped or hurt (scaffold.stats.
+    heterogeneity), on the analysis set; None when no task was scored under both."""
 
     @property
     def scope_note(self) -> str:

@@ -18,6 +18,7 @@ import orjson
 from scaffold.records import JudgeInfo, TrialRecord
 from scaffold.reports.format import known
 from scaffold.reports.model import TrialFiles, UnreadableRecord
+from scaffold.reports.skills import trial_skill_use
 from scaffold.rubrics import JUDGE_SOURCE
 
 __all__ = ["RESULTS_SCHEMA", "RESULTS_SCHEMA_VERSION", "result_lines", "result_row"]
@@ -50,6 +51,7 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         "weighted_score": known(record.weighted_score) if record.verdict != "error" else None,
         "noise": {"category": noise.category, "reason": noise.reason, "source": noise.source},
         "analysis_set": noise.category != "excluded",
+        "attempts": len(record.attempts) + 1,
         "profile": record.profile,
         "config_hash": record.config_hash,
         "agent": {"name": agent.name, "model": agent.model, "version": agent.version},
@@ -84,6 +86,10 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         # Only when the judge was enabled for the trial: results.jsonl of runs without a judge stays as it
         # was, byte for byte (a new field within the version, which readers ignore when they do not know it).
         row["judge_info"] = _judge_info(record.judge)
+    use = trial_skill_use(record)
+    if use is not None:
+        # Only for a trial expected to invoke skills, so the lines of every other trial stay as they were.
+        row["skill_use"] = {"expected": list(use.expected), "used": use.used, "failed_call": bool(use.failed)}
     return row
 
 

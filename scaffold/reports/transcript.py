@@ -285,6 +285,9 @@ def _header(folder: TrialFolder, budget: Budget) -> list[tuple[str, Markup]]:
         ("finished", record.finished_at or "N/A"),
         ("harness", record.harness_version or "N/A"),
     ]
+    if record.attempts:
+        earlier = "; ".join(f"{a.folder}/ ({a.noise_reason or 'noise'}, {a.duration_s:.1f} s)" for a in record.attempts)
+        rows.append(("attempts", f"this is attempt {len(record.attempts) + 1}; earlier, excluded as noise: {earlier}"))
     if record.workspace.kept and record.workspace.path:
         rows.append(("workspace kept at", record.workspace.path))
     return [(name, budget.short(value, 1000)) for name, value in rows if budget.room(100)]

@@ -48,6 +48,14 @@ scope) sorted from the smallest, the i-th of k claims an effect only at p <= alp
 only when every smaller one did. Each verdict line says the level it was held to and its own p; the
 intervals stay per comparison (95% each, not simultaneous). With one treatment nothing changes.
 
+Beside every verdict, the per-task effects (scaffold.stats.heterogeneity): a "no significant difference"
+whose within-task omnibus test rejects says the effect is mixed rather than absent and names the tasks
+helped and hurt at a false discovery rate of alpha; an improvement that hurts named tasks (or a
+regression that helps some) says so too. The label itself is the mean's: the gates decide on it, and
+"mixed" is what the reports add to it. Why not a label of its own: the omnibus test is about these
+tasks only, while the mean's label may be decided across tasks; the two answer different questions,
+and the reports show both.
+
 Pure: per-task summaries in, a TreatmentVerdict out.
 """
 
@@ -62,6 +70,7 @@ from typing import Final
 
 import msgspec
 
+from scaffold.experiment.sequential import Design, SequentialVerdict
 from scaffold.reports.model import INCONCLUSIVE, INSUFFICIENT, Counts, ExclusionCheck, Label, TreatmentVerdict
 from scaffold.stats import (
     Insufficient,
@@ -72,7 +81,8 @@ from scaffold.stats import (
     tasks_needed,
     trials_needed,
 )
-from scaffold.stats.exclusions import fisher_exact, impute_excluded
+from scaffold.stats.exclusions import fisher_exact, impute_at_rates, impute_excluded
+from scaffold.stats.heterogeneity import Heterogeneity, per_task_effects
 from scaffold.stats.stratified import OnTasksComparison, compare_on_tasks
 
 __all__ = [
@@ -84,6 +94,7 @@ __all__ = [
     "across_tasks_needed",
     "decide",
     "decide_all",
+    "decide_sequential",
     "label_of",
 ]
 
@@ -209,6 +220,7 @@ def decide(
             f"{treatment} and passes of {baseline} it is {bounds.worst_label!r}, and the other way round "
             f"{bounds.best_label!r}: the conclusion depends on what the excluded trials would have shown"
         )
+        reason += _tipping_point(sets, baseline, treatment, alpha, label, compare)
         label = INCONCLUSIVE
     elif label != strict_label:
         reason = (
@@ -223,6 +235,8 @@ def decide(
         reason += "; " + _why_not_across(pass_rate, alpha)
     elif isinstance(on_tasks, OnTasksComparison):
         on_reason = _figures(on_tasks, alpha, on_label)
+    mixed = per_task_effects(sets.analysis, baseline, treatment, rate=scope_alpha or alpha)
+    reason += _mixed_note(mixed, label, scope_alpha or alpha)
     return TreatmentVerdict(
         treatment,
         baseline,
@@ -239,7 +253,30 @@ def decide(
         on_tasks=on_tasks,
         on_tasks_label=on_label,
         on_tasks_reason=on_reason,
+        heterogeneity=mixed,
     )
+
+
+def _mixed_note(mixed: Heterogeneity | None, label: Label, alpha: float) -> str:
+    """What the per-task effects add to the label: a mean of about 0 can be many changes that cancel
+    (the skill helps some tasks and hurts others), and an improvement can still hurt some tasks."""
+    if mixed is None:
+        return ""
+    rate = f"named at a {mixed.rate:.0%} false discovery rate"
+    named = "; ".join(
+        f"{word} {', '.join(tasks)}" for word, tasks in (("helps", mixed.helped), ("hurts", mixed.hurt)) if tasks
+    )
+    if label == "no significant difference" and mixed.mixed(alpha):
+        which = f"{named} ({rate})" if named else f"no single task is {rate}"
+        return (
+            f"; mixed rather than absent: the skill changes outcomes on some of these tasks (within-task test "
+            f"p = {mixed.omnibus_p:.3g} <= {alpha}): {which}"
+        )
+    if label == "improvement" and mixed.hurt:
+        return f"; but it hurts {', '.join(mixed.hurt)} ({rate})"
+    if label == "regression" and mixed.helped:
+        return f"; but it helps {', '.join(mixed.helped)} ({rate})"
+    return ""
 
 
 Compare = Callable[[Sequence[TaskSummary]], "PairedComparison | OnTasksComparison | Insufficient"]
@@ -297,6 +334,54 @@ def decide_all(
     return tuple(held.get(t, first[t]) for t in others)
 
 
+def decide_sequential(
+    v: TreatmentVerdict, found: SequentialVerdict, design: Design, counts: Mapping[str, Counts]
+) -> TreatmentVerdict:
+    """*v* decided by the anytime-valid tests of a run until decided (scaffold.stats.sequential), with
+    why the run stopped; the fixed-design comparisons stay in it as descriptions."""
+    if v.label == INSUFFICIENT:
+        return v
+    r = found.analysis
+    spent = counts[v.treatment].trials + counts[v.baseline].trials
+    fixed = 2 * design.max_count * _tasks_of(v)
+    figures = (
+        f"e-values {r.improvement_e:.3g} for an improvement and {r.regression_e:.3g} for a regression (a claim at "
+        f"{2 / found.alpha:.3g}: alpha {found.alpha:.3g} split between the two), {r.plus} pair(s) where only "
+        f"{v.treatment} passed and {r.minus} where only {v.baseline} did; anytime-valid {1 - found.alpha:.0%} interval "
+        f"of the difference {r.low:+.1%} to {r.high:+.1%}; {spent} trials of the {fixed} a fixed design of "
+        f"{design.max_count} per task and treatment would run"
+    )
+    label: Label
+    if v.label == INCONCLUSIVE and "excluded as noise (more than" in v.reason:
+        label, why = INCONCLUSIVE, v.reason
+    elif found.decision in ("improvement", "regression"):
+        label, why = found.decision, f"decided at round {found.decided_at}: {found.decision}"  # type: ignore[assignment]
+    elif found.decision == "equivalence":
+        label = "no significant difference"
+        why = f"decided at round {found.decided_at}: equivalent within {design.margin:.0%} of pass rate either way"
+    elif r.decision in ("improvement", "regression"):
+        label = INCONCLUSIVE
+        why = (
+            f"on the analysis set the answer is {r.decision!r}, but not with the excluded trials counted as failures "
+            f"of {v.treatment} and passes of {v.baseline} ({found.worst.decision or 'undecided'}) and the other way "
+            f"round ({found.best.decision or 'undecided'}): the conclusion depends on what the excluded trials would "
+            f"have shown"
+        )
+    else:
+        label = "no significant difference"
+        end = "reached --max-count" if found.rounds >= design.max_count else "stopped"
+        why = f"undecided: the run {end} after {found.rounds} whole round(s) without a decision"
+    reason = f"run until decided, on these tasks: {why}; {figures}"
+    if found.alpha < design.alpha:
+        reason += f"; each of the treatments compared with {v.baseline} held to alpha {found.alpha:.3g} (Bonferroni)"
+    return msgspec.structs.replace(v, label=label, reason=reason, scope=ON_THESE_TASKS, sequential=found)
+
+
+def _tasks_of(v: TreatmentVerdict) -> int:
+    c = v.on_tasks
+    return c.n + len(c.unpaired) if isinstance(c, OnTasksComparison) else 0
+
+
 def _decisive_p(v: TreatmentVerdict) -> float:
     c = v.pass_rate if v.scope == ACROSS_TASKS else v.on_tasks
     return c.p_value if isinstance(c, (PairedComparison, OnTasksComparison)) else math.nan
@@ -345,6 +430,57 @@ def _bounds(
             after.excluded, after.trials - after.excluded, before.excluded, before.trials - before.excluded
         ),
     )
+
+
+_TIPPING: Final = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, math.inf)
+"""Multiples of the treatment's observed failure (or pass) rate tried for the excluded trials."""
+
+
+def _tipping_point(sets: TaskSets, baseline: str, treatment: str, alpha: float, label: Label, compare: Compare) -> str:
+    """By how much the excluded trials would have to differ from the others to overturn an improvement
+    (or a regression) on the analysis set: the excluded trials of the treatment put back failing at k
+    times the rate its other trials of the same task failed (for a regression: passing at k times their
+    pass rate), the baseline's at the rate of its others; the smallest k of ``_TIPPING`` that changes
+    the answer. Beside the bounds (which ask about the extremes) it says how extreme the truth would
+    have to be: "unless they fail at 3 times the observed rate" is a different worry from "at 1.25"."""
+    if label not in ("improvement", "regression"):
+        return ""
+    rates = {(s.task, s.treatment): s.pass_rate for s in sets.analysis if s.treatment in (baseline, treatment)}
+    cells = {(task, t) for task, t in sets.excluded if t in (baseline, treatment)} | set(rates)
+    pooled = {t: _pooled_rate(sets.analysis, t) for t in (baseline, treatment)}
+    for k in _TIPPING:
+        chance: dict[tuple[str, str], float] = {}
+        for key in cells:
+            rate = rates.get(key, math.nan)
+            rate = pooled[key[1]] if math.isnan(rate) else rate
+            if key[1] == treatment:
+                rate = 1 - min(1.0, k * (1 - rate)) if label == "improvement" else min(1.0, k * rate)
+            chance[key] = rate
+        if label_of(compare(impute_at_rates(sets.analysis, sets.excluded, chance)), alpha) != label:
+            how = "fail" if label == "improvement" else "pass"
+            if k == 1.0:
+                return (
+                    f"; even with the excluded trials passing at the rate of the others of their task and "
+                    f"treatment the answer would not be {label!r}"
+                )
+            others = f"({baseline}'s excluded trials at the rate of its others)"
+            if math.isinf(k):
+                return f"; it holds unless every excluded {treatment} trial would have {how}ed {others}"
+            return (
+                f"; it holds unless the excluded {treatment} trials {how} at {k:g} times the rate of its other "
+                f"trials of the same task, or more {others}"
+            )
+    how = "failing" if label == "improvement" else "passing"
+    return (
+        f"; with the {baseline} excluded trials at the rate of its others, even every excluded {treatment} trial "
+        f"{how} would leave it {label!r}: only the {baseline} excluded trials could overturn it"
+    )
+
+
+def _pooled_rate(summaries: Sequence[TaskSummary], treatment: str) -> float:
+    scored = sum(s.scored for s in summaries if s.treatment == treatment)
+    passed = sum(s.passed for s in summaries if s.treatment == treatment)
+    return passed / scored if scored else 0.5
 
 
 def _figures(c: PairedComparison | OnTasksComparison, alpha: float, label: Label) -> str:

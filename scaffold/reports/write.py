@@ -18,6 +18,7 @@ import msgspec
 
 from scaffold.errors import DiskFullError, ReportError
 from scaffold.experiment.owner import folder_locked
+from scaffold.experiment.sequential import Design, read_design
 from scaffold.records import TrialRecord
 from scaffold.records.files import gc_paused
 from scaffold.reports.analysis import build_analysis
@@ -114,6 +115,7 @@ def report_experiments(
             allow_mixed,
             tuple(notes),
             tuple(gates),
+            _sequential_design(loaded.dirs),
         )
         reported = Reported(
             written, len(loaded.records), loaded.dirs, loaded.problems, loaded if keep_records else None
@@ -141,7 +143,7 @@ def write_reports(
     as ``report_experiments`` raises it."""
     with gc_paused():  # millions of small acyclic objects: see scaffold.records.files.gc_paused
         return _write_reports(
-            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed, (), ()
+            out_dir, records, title, baseline, problems, files, outputs or ReportOutputs(), allow_mixed, (), (), None
         )
 
 
@@ -156,13 +158,16 @@ def _write_reports(
     allow_mixed: bool,
     notes: tuple[str, ...],
     gates: tuple[Gate, ...],
+    sequential: Design | None,
 ) -> Written:
     identities = Identities.of(records)
     if not allow_mixed:
         refuse_mixed(identities, baseline)  # before any file is written: no report pairs them
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    analysis = build_analysis(records, baseline=baseline, problems=problems, files=files, identities=identities)
+    analysis = build_analysis(
+        records, baseline=baseline, problems=problems, files=files, identities=identities, sequential=sequential
+    )
     if notes:
         analysis = msgspec.structs.replace(analysis, notes=(*notes, *analysis.notes))
     results = evaluate_gates(gates, analysis)
@@ -185,6 +190,16 @@ def _write_reports(
             exc.written = tuple(paths)  # so the message can say what is there
             raise
     return Written(analysis, tuple(paths), results)
+
+
+def _sequential_design(dirs: Sequence[Path]) -> Design | None:
+    """The design of a run until decided, when every folder reported ran under the same one (a folder run
+    otherwise, or under another design, makes the fixed-design verdict the answer: it is then the only
+    one that covers every trial)."""
+    designs = {read_design(d) for d in dirs}
+    if len(designs) == 1:
+        return designs.pop()
+    return None
 
 
 def disk_full_message(exc: DiskFullError, dirs: Sequence[Path]) -> str:

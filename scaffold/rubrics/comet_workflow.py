@@ -23,7 +23,8 @@ from typing import Final
 from comet_engine.errors import CorruptRunError
 from comet_engine.skills.audit import read_checkpoint, read_pending, read_state, read_trajectory
 from scaffold.rubrics import Dimension, RubricInput, RubricResult, WorkspaceFiles
-from scaffold.rubrics.generic import commands_of, completion, efficiency, skill_key
+from scaffold.rubrics.expected import skill_key
+from scaffold.rubrics.generic import commands_of, completion, efficiency
 from scaffold.trajectory import ToolCall
 
 __all__ = ["PROFILE", "WEIGHTS", "normalize_skills", "score"]

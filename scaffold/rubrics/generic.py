@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 from scaffold.rubrics import Dimension, RubricInput, RubricResult
+from scaffold.rubrics.expected import expected_skills, matching
 from scaffold.rubrics.safety import dangerous_commands
 from scaffold.trajectory import Trajectory
 from scaffold.validation.results import ValidationOutcome
 
-__all__ = ["EFFICIENCY_LIMITS", "WEIGHTS", "commands_of", "completion", "efficiency", "score", "skill_key"]
+__all__ = ["EFFICIENCY_LIMITS", "WEIGHTS", "commands_of", "completion", "efficiency", "score"]
 
 WEIGHTS = {
     "completion": 2.0,
@@ -65,39 +64,31 @@ def completion(validation: ValidationOutcome) -> tuple[float, str]:
     return passed / len(counted), reason
 
 
-def skill_key(name: str) -> str:
-    """Compare skill names without a plugin prefix (``plugin:skill``) or a path (``.../skill``)."""
-    return PurePosixPath(name.rsplit(":", maxsplit=1)[-1]).name
-
-
 def _skill_invocation(data: RubricInput) -> tuple[Dimension, tuple[str, ...]]:
-    required = data.task.spec.evaluation.required_skills
-    if not required:
-        return _dim("skill_invocation", None, "N/A: the task requires no skill"), ()
+    # Which skills count is scaffold.rubrics.expected's rule, shared with the record and the reports.
+    expected = expected_skills(data.task, data.treatment, data.treatment_skills)
+    if not expected.names:
+        return _dim("skill_invocation", None, f"N/A: {expected.why}"), ()
     if not data.agent_invokes_skills:
         return _dim("skill_invocation", None, f"N/A: agent {data.trajectory.agent!r} does not invoke skills"), ()
-    installed = {skill_key(s) for s in data.treatment_skills}
-    # A skill the treatment does not install cannot be invoked; CONTROL is not failed for it.
-    applicable = [s for s in required if skill_key(s) in installed]
-    if not applicable:
-        return _dim(
-            "skill_invocation", None, f"N/A: the treatment installs none of the required skills ({', '.join(required)})"
-        ), ()
     # Only calls that succeeded are invocations; a failed one (skills_attempted) is named, never counted.
-    invoked = {skill_key(s) for s in data.trajectory.skills_invoked}
-    attempted = {skill_key(s) for s in data.trajectory.skills_attempted}
-    missing = [s for s in applicable if skill_key(s) not in invoked]
-    labels = [f"{s} (its call failed)" if skill_key(s) in attempted else s for s in missing]
+    invoked = set(matching(expected.names, data.trajectory.skills_invoked))
+    attempted = set(matching(expected.names, data.trajectory.skills_attempted))
+    missing = [s for s in expected.names if s not in invoked]
+    labels = [f"{s} (its call failed)" if s in attempted else s for s in missing]
+    # A hard failure only for the skills the task itself requires: the default (the skills under test)
+    # scores their use, it does not fail a trial the task never said needs them.
     hard = (
         tuple(f"Required skill not invoked: {s}" for s in labels)
-        if data.task.spec.evaluation.require_skill_invocation
+        if expected.declared and data.task.spec.evaluation.require_skill_invocation
         else ()
     )
-    got = len(applicable) - len(missing)
-    reason = f"{got}/{len(applicable)} required skills invoked"
+    got = len(expected.names) - len(missing)
+    what = "required skills" if expected.declared else f"skills under test ({data.treatment}; the task names none)"
+    reason = f"{got}/{len(expected.names)} {what} invoked"
     if missing:
         reason += "; not invoked: " + ", ".join(labels)
-    return _dim("skill_invocation", got / len(applicable), reason), hard
+    return _dim("skill_invocation", got / len(expected.names), reason), hard
 
 
 def _artifact_presence(data: RubricInput) -> Dimension:

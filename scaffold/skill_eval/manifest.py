@@ -159,7 +159,10 @@ class Manifest:
     recommended_tasks: tuple[str, ...] = ()
     baseline_treatments: tuple[str, ...] = (CONTROL,)
     quality_gates: QualityGates = QualityGates()
-    required_skills: tuple[str, ...] = ()
+    required_skills: tuple[str, ...] | None = None
+    """``evaluation.requiredSkills``, written to each inline task. None (not set): the skill under test is
+    required when the task runs under DYNAMIC_SKILL (scaffold.rubrics.expected); ``()`` (set to ``[]``):
+    no skill is, and skill_invocation is N/A."""
     expected_artifacts: tuple[str, ...] = ()
     interaction: Mapping[str, object] | None = None
     """task.toml's ``[interaction]`` keys (snake_case), or None when the manifest sets none."""

@@ -291,6 +291,9 @@ class _Checker:
             if not name.strip():
                 self.add(f"evaluation.baselineTreatments[{i}]", "must name a treatment (e.g. CONTROL)")
         gates = self._quality_gates(_mapping(_get(evaluation, "qualityGates")))
+        # An explicit requiredSkills: [] opts out of requiring the skill under test; absent (None) keeps it.
+        declared = _get(evaluation, "requiredSkills")
+        required = None if declared is None else _strings(declared)
         expected = _strings(_get(evaluation, "expectedArtifacts"))
         for i, artifact in enumerate(expected):
             if why := _workspace_path_problem(artifact):
@@ -311,7 +314,7 @@ class _Checker:
             recommended_tasks=recommended,
             baseline_treatments=baselines,
             quality_gates=gates,
-            required_skills=_strings(_get(evaluation, "requiredSkills")),
+            required_skills=required,
             expected_artifacts=expected,
             interaction=interaction,
             execution=execution,

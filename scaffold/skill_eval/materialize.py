@@ -214,7 +214,10 @@ def _task_toml(manifest: Manifest, task: InlineTask) -> str:
         "evaluation": {
             **({"profile": manifest.skill.profile} if manifest.skill.profile else {}),
             "expected_artifacts": list(dict.fromkeys([*task.expect.files, *manifest.expected_artifacts])),
-            "required_skills": list(manifest.required_skills),
+            "required_skills": list(manifest.required_skills or ()),
+            # requiredSkills: [] says no skill is required, not even the one under test (scaffold.rubrics.
+            # expected); only then is the key written, so the tasks of every other manifest stay as they were.
+            **({"expect_skills_under_test": False} if manifest.required_skills == () else {}),
             "rubric_criteria": list(task.rubric),
         },
     }

@@ -24,7 +24,7 @@ from scaffold.stats.outcomes import TaskSummary
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["fisher_exact", "impute_excluded"]
+__all__ = ["fisher_exact", "impute_at_rates", "impute_excluded"]
 
 # Tables as likely as the observed one, up to rounding, count as "at least as extreme" (the tolerance
 # scipy.stats.fisher_exact uses, so both give the same p-value).
@@ -89,4 +89,24 @@ def impute_excluded(
             scored, passed = s.scored + count, s.passed + (count if as_passed[treatment] else 0)
             s = replace(s, trials=s.trials + count, scored=scored, passed=passed, pass_rate=passed / scored)
         out.append(s)
+    return tuple(out)
+
+
+def impute_at_rates(
+    summaries: Iterable[TaskSummary], excluded: Mapping[tuple[str, str], int], chance: Mapping[tuple[str, str], float]
+) -> tuple[TaskSummary, ...]:
+    """The per-task summaries of the (task, treatment) cells in *chance* with their excluded trials put
+    back as passes in the proportion *chance* gives the cell (rounded to whole trials: the exact tests
+    count trials). Cells not in *chance* are left out."""
+    by_key = {(s.task, s.treatment): s for s in summaries if (s.task, s.treatment) in chance}
+    out = []
+    for key in sorted(chance, key=lambda k: (k[1], k[0])):
+        s = by_key.get(key) or TaskSummary(key[0], key[1], 0, 0, 0, 0, math.nan, math.nan)
+        count = excluded.get(key, 0)
+        if count:
+            passed = s.passed + round(count * min(max(chance[key], 0.0), 1.0))
+            scored = s.scored + count
+            s = replace(s, trials=s.trials + count, scored=scored, passed=passed, pass_rate=passed / scored)
+        if s.scored:
+            out.append(s)
     return tuple(out)

@@ -60,7 +60,7 @@ from scaffold.stats.rates import wilson_bounds
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["EXACT_SPAN", "OnTasksComparison", "compare_on_tasks", "stratified_p_value"]
+__all__ = ["EXACT_SPAN", "OnTasksComparison", "compare_on_tasks", "side_interval", "stratified_p_value"]
 
 _FFT_FROM: Final = 64  # laws longer than this are convolved by FFT
 NORMAL_FROM: Final = 30
@@ -125,8 +125,8 @@ def compare_on_tasks(
     mean = math.fsum(diffs) * weight
     down = up = 0.0
     for t in paired:
-        p_t, low_t, high_t = _side_interval(after[t].passed, after[t].scored, confidence)
-        p_b, low_b, high_b = _side_interval(before[t].passed, before[t].scored, confidence)
+        p_t, low_t, high_t = side_interval(after[t].passed, after[t].scored, confidence)
+        p_b, low_b, high_b = side_interval(before[t].passed, before[t].scored, confidence)
         down += (p_t - low_t) ** 2 + (high_b - p_b) ** 2
         up += (high_t - p_t) ** 2 + (p_b - low_b) ** 2
     low = max(mean - weight * math.sqrt(down), -1.0)
@@ -150,7 +150,7 @@ def compare_on_tasks(
     )
 
 
-def _side_interval(passed: int, scored: int, confidence: float) -> tuple[float, float, float]:
+def side_interval(passed: int, scored: int, confidence: float) -> tuple[float, float, float]:
     """One side of one task: its pass rate and the Wilson limits with half the continuity correction."""
     rate = passed / scored
     shift = _CORRECTION / (2 * scored)

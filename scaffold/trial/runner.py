@@ -1,4 +1,5 @@
-"""One trial, start to finish: workspace, skills, agent, validation, rubric, record, cleanup.
+"""One trial, start to finish: workspace, skills, agent, validation, rubric, record, cleanup; and again, in
+a fresh workspace, while it is excluded as noise a new attempt may not meet (``--retry-excluded``).
 
 This is the library entry point the pytest plugin calls for every case; it never imports pytest.
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -37,9 +37,10 @@ from scaffold.experiment.progress import TrialProgress
 from scaffold.judge import Judge, JudgeRequest
 from scaffold.records import AgentInfo, Endpoint, JudgeInfo, TrialError, TrialRecord, Verdict, WorkspaceInfo
 from scaffold.records.files import read_record, stream_names, write_record
-from scaffold.records.noise import UNCLASSIFIED, classify
+from scaffold.records.noise import UNCLASSIFIED, classify, retryable
 from scaffold.reports.transcripts import write_transcript
 from scaffold.rubrics import Dimension, RubricInput
+from scaffold.rubrics.expected import expected_skills
 from scaffold.rubrics.profiles import resolve_profile
 from scaffold.rubrics.workflow_setup import (
     GUARD_SCRIPTS,
@@ -49,6 +50,7 @@ from scaffold.rubrics.workflow_setup import (
     with_profile_defaults,
 )
 from scaffold.trajectory import Trajectory
+from scaffold.trial.attempts import clear_for_attempt, kept_attempts, set_aside
 from scaffold.trial.changes import Changes, capture, diff_text, record_changes
 from scaffold.trial.logs import cap_agent_logs
 from scaffold.trial.start_gate import StartGate
@@ -59,7 +61,7 @@ from scaffold.validation.results import ValidationOutcome
 from scaffold.validation.runner import validate
 from scaffold.workspaces.base import Backend, ValidationPolicy, Workspace
 
-__all__ = ["KeepPolicy", "Runner", "Settings", "TrialResult", "TrialStopped"]
+__all__ = ["KeepPolicy", "RetryNotStarted", "Runner", "Settings", "TrialResult", "TrialStopped"]
 
 KeepPolicy = Literal["failed", "all", "none"]
 
@@ -85,11 +87,24 @@ class Settings:
     judge: tuple[tuple[str, str], ...] = ()
     """The judge settings (agent, model, base URL without credentials) when any is set: recorded in each
     trial's configuration (the judge itself: Runner.judge)."""
+    retry_excluded: int = 0
+    """More attempts a trial may have while it is excluded as retryable noise (scaffold.records.noise.
+    retryable); 0: none. Not in the configuration hash: it changes how often a trial is tried, not what
+    a trial is. The session's default is ``--retry-excluded``'s, 2; a runner made by hand retries nothing."""
 
 
 class TrialStopped(BaseException):
     """Raised in a trial the runner was told to stop (``Runner.stop``): it leaves no record, so a resumed
     session runs it again. A BaseException, as Ctrl-C is: the trial's error handling must not record it."""
+
+
+class RetryNotStarted(Exception):
+    """A retry the runner's ``admit_retry`` refused (a budget reached): the trial has no record, its earlier
+    attempts are kept in its folder, and a resumed session goes on with them. ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +139,10 @@ class Runner:
     upcoming: Callable[[], Case | None] | None = None
     """The case this runner runs after the current one (pytest's next item; None from it: none follows),
     told to the backend before each workspace is made (``Backend.expect``); None: not known."""
+    admit_retry: Callable[[Case], str | None] | None = None
+    """Asked before each retry of a case: None, it may start (and is counted: a retry is a trial start to
+    ``--max-trials`` and ``--max-cost``); else why not, and the runner raises RetryNotStarted. None: every
+    retry starts."""
     _hashes: dict[Path, str] = field(default_factory=dict)
     # Each task's instruction.md as first read: the same text as the content hash in its records (an edit
     # during the session changes neither), read once instead of once a trial.
@@ -205,6 +224,13 @@ class Runner:
 
         Configuration errors (unknown profile) raise before anything is created; failures after the
         workspace exists are recorded with verdict ``error`` so ``--rerun-errors`` can retry them.
+
+        An attempt excluded as retryable noise (scaffold.records.noise.retryable) is run again in a fresh
+        workspace, up to ``settings.retry_excluded`` more times: its files move to ``attempts/<K>/`` of
+        the trial folder with its own record, and the final record is the last attempt's, listing the
+        earlier ones (``attempts``). A trial an earlier session left with attempts but no record (stopped
+        mid-retry) goes on from them. Stopped (Ctrl-C, ``stop``) or refused a retry (RetryNotStarted), a
+        trial leaves no record and keeps its attempts.
         """
         config, config_hash = self._configured(case)
         record_path = self.experiment.record_path(case)
@@ -223,10 +249,21 @@ class Runner:
             if not (existing.verdict == "error" and self.settings.rerun_errors):
                 return TrialResult(existing, record_path, resumed=True)
         trial_dir = self.experiment.trial_dir(case)
-        if trial_dir.exists():
-            shutil.rmtree(trial_dir)
-        trial_dir.mkdir(parents=True)
-        record = self._execute(case, config, config_hash, trial_dir)
+        # A rerun of an errored record starts over; a trial without a record goes on from its attempts.
+        earlier = clear_for_attempt(
+            trial_dir, kept_attempts(trial_dir, case, config_hash) if not record_path.exists() else []
+        )
+        while True:
+            record = self._execute(case, config, config_hash, trial_dir, attempt=len(earlier) + 1)
+            record = replace(record, attempts=tuple(earlier))
+            if not (retryable(record.noise) and len(earlier) < self.settings.retry_excluded):
+                break
+            earlier.append(set_aside(trial_dir, record, len(earlier) + 1))
+            _write_transcript(trial_dir / earlier[-1].folder, record)
+            self._check_stopped()  # stopped (Runner.stop): no retry, and the attempts stay for a resume
+            refused = self.admit_retry(case) if self.admit_retry is not None else None
+            if refused is not None:
+                raise RetryNotStarted(refused)
         write_record(record_path, record)
         # After the record, which the page is made from: a failed trial's test message names its transcript
         # (pytest_comet.trial), which must then be there to open.
@@ -273,7 +310,7 @@ class Runner:
             return self._hashes[path]
 
     def _execute(  # noqa: PLR0915 - the phases of one trial, in order, in one place
-        self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path
+        self, case: Case, config: dict[str, Any], config_hash: str, trial_dir: Path, *, attempt: int = 1
     ) -> TrialRecord:
         task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
@@ -282,7 +319,14 @@ class Runner:
         # time. Recorded (start_wait_s) when there was one; it is not part of duration_s.
         waited = self.start_gate.admit(*self.backend.start_slots()).waited if self.start_gate is not None else 0.0
         started, t0 = self.clock(), time.monotonic()
-        progress = TrialProgress(trial_dir / PROGRESS_FILE, case, self.worker, self.clock)  # comet status
+        progress = TrialProgress(  # comet status
+            trial_dir / PROGRESS_FILE,
+            case,
+            self.worker,
+            self.clock,
+            retry=attempt - 1,
+            retries=self.settings.retry_excluded,
+        )
         phases: dict[str, float] = {"start_wait_s": waited} if waited else {}
         errors: list[TrialError] = []
         trajectory: Trajectory | None = None
@@ -295,7 +339,7 @@ class Runner:
             progress.phase("workspace")
             mark = time.monotonic()
             self._check_stopped()
-            workspace = self._create(task, case)
+            workspace = self._create(task, case, attempt)
             self._install(workspace, treatment, profile.name)
             phases["workspace_s"] = time.monotonic() - mark
 
@@ -420,6 +464,13 @@ class Runner:
             changes=changed.counts if changed is not None and changed.error is None else None,
             worker=self.worker,
             harness_version=__version__,
+            skill_sources={s.name: s.source or str(s.path) for s in treatment.skills},
+            # The rubric's own rule, recorded for the reports' "skill used in x of y trials".
+            expected_skills=(
+                expected_skills(task, treatment.name, treatment.skill_names).names
+                if rubric is not None and self.agent.traits.invokes_skills
+                else ()
+            ),
             noise=UNCLASSIFIED,
             # Listed once here, so reports of 100,000 trials need not list every folder again.
             streams=stream_names(trial_dir),
@@ -427,7 +478,7 @@ class Runner:
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record))
 
-    def _create(self, task: Task, case: Case) -> Workspace:
+    def _create(self, task: Task, case: Case, attempt: int) -> Workspace:
         with self._lock:
             prepared = (task.name, task.without_skills)
             if prepared not in self._prepared:
@@ -436,7 +487,7 @@ class Runner:
             if self.upcoming is not None:
                 following = self.upcoming()
                 self.backend.expect(following.task if following is not None else None)
-            workspace = self.backend.create(task, self.experiment.workspace_key(case))
+            workspace = self.backend.create(task, self.experiment.workspace_key(case, attempt))
             self._live[id(workspace)] = workspace
             return workspace
 

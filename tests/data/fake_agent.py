@@ -7,7 +7,10 @@ Asked to play the simulated user, it answers with ``.fake-simulator.txt``. Other
 ``.fake-agent.json`` in its working directory: a list of turns, the N-th call of a session
 playing turn N. A turn may write files (``write``; ``write_env``: a file holding the value of an
 environment variable, and one named after it), print text, invoke a skill, echo its environment, sleep,
-or end without a result event (an incomplete turn). Every call is appended to ``$HOME/calls.jsonl``.
+or end without a result event (an incomplete turn). It may be refused by a rate limit as Claude Code
+reports one (``rate_limited``: true, every call; an absolute path, only a call that does not find the
+file there, which it then leaves, so that the first attempt of a trial is refused and a retry is not).
+Every call is appended to ``$HOME/calls.jsonl``.
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ def main() -> int:
     emit({"type": "system", "subtype": "init", "session_id": session})
     if turn.get("sleep"):
         time.sleep(float(turn["sleep"]))
+    limited = turn.get("rate_limited")
+    if limited and not (isinstance(limited, str) and Path(limited).exists()):
+        if isinstance(limited, str):
+            Path(limited).write_text("refused once\n")
+        return rate_limited(session)
     if turn.get("skill"):
         emit({"type": "skill_invocation", "skill": turn["skill"]})
     for path, content in (turn.get("write") or {}).items():
@@ -122,6 +130,31 @@ def main() -> int:
         }
     )
     return 0
+
+
+def rate_limited(session: str) -> int:
+    """What Claude Code prints when the API refuses it with 429 after its own retries (its synthetic message)."""
+    text = "API Error: 429 rate limit exceeded"
+    emit({"type": "system", "subtype": "api_retry", "attempt": 1, "error": "rate_limit", "session_id": session})
+    emit(
+        {
+            "type": "assistant",
+            "session_id": session,
+            "error": "rate_limit",
+            "message": {"id": "synthetic", "model": "<synthetic>", "content": [{"type": "text", "text": text}]},
+        }
+    )
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": True,
+            "result": text,
+            "session_id": session,
+            "total_cost_usd": 0,
+        }
+    )
+    return 1
 
 
 if __name__ == "__main__":

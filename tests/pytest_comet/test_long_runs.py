@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from scaffold.cli.main import main
-from tests.support.factories import REPO, TaskFactory
+from tests.support.agents import register_fake_agent
+from tests.support.factories import TaskFactory
 
-FAKE = REPO / "tests" / "data" / "fake_agent.py"
 ESCAPE = re.compile(r"\x1b\[")
 
 
@@ -248,28 +247,7 @@ def test_max_trials_is_shared_by_xdist_workers(pytester: pytest.Pytester, suite:
 def test_max_cost_with_an_agent_that_reports_its_cost(
     pytester: pytest.Pytester, suite: TaskFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    adapters = pytester.path / "adapters"
-    (adapters / "fake").mkdir(parents=True)
-    (adapters / "fake" / "adapter.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "comet.eval.agent/v1alpha1",
-                "kind": "EvalAgentAdapter",
-                "metadata": {"id": "fake", "version": "1.0.0"},
-                "runtime": {"executable": str(FAKE), "install": {"kind": "none"}},
-                "credentials": ["FAKE_API_KEY"],
-                "capabilities": {
-                    "singleTurn": True,
-                    "resume": True,
-                    "structuredEvents": True,
-                    "skillInvocationEvidence": True,
-                },
-            }
-        )
-    )
-    monkeypatch.setenv("COMET_EVAL_ADAPTERS_DIR", str(adapters))
-    monkeypatch.setenv("COMET_EVAL_HOME", str(pytester.path / "home"))
-    monkeypatch.setenv("FAKE_API_KEY", "fake-key-0123456789")
+    register_fake_agent(pytester.path, monkeypatch)
     suite.treatments("common.yaml", {"CONTROL": {"description": "baseline", "skills": []}})
     plan = json.dumps([{"write": {"out.txt": "done\n"}}])  # each trial's agent reports $0.01
     for name in ("a", "b", "c", "d"):

@@ -60,3 +60,27 @@ def require_cli(name: str) -> str:
     if os.environ.get("COMET_REQUIRE_AGENT_CLIS") == "1":
         pytest.fail(message + " and COMET_REQUIRE_AGENT_CLIS=1 requires it")
     pytest.skip(message)
+
+
+FAKE_AGENT = REPO / "tests" / "data" / "fake_agent.py"
+
+
+def register_fake_agent(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Register tests/data/fake_agent.py as the custom agent ``fake`` for sessions run under *root*: its
+    adapter file, the adapters folder and an eval home in the environment, its key set."""
+    import yaml
+
+    adapters = root / "adapters"
+    (adapters / "fake").mkdir(parents=True)
+    adapter = {
+        "apiVersion": "comet.eval.agent/v1alpha1",
+        "kind": "EvalAgentAdapter",
+        "metadata": {"id": "fake", "version": "1.0.0"},
+        "runtime": {"executable": str(FAKE_AGENT), "install": {"kind": "none"}},
+        "credentials": ["FAKE_API_KEY"],
+        "capabilities": {"singleTurn": True, "resume": True, "structuredEvents": True, "skillInvocationEvidence": True},
+    }
+    (adapters / "fake" / "adapter.yaml").write_text(yaml.safe_dump(adapter))
+    monkeypatch.setenv("COMET_EVAL_ADAPTERS_DIR", str(adapters))
+    monkeypatch.setenv("COMET_EVAL_HOME", str(root / "home"))
+    monkeypatch.setenv("FAKE_API_KEY", "fake-key-0123456789")

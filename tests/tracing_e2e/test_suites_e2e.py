@@ -50,7 +50,7 @@ def _eval(tmp_path: Path, suite: str, model_url: str, trace_url: str) -> tuple[s
         env.update(LANGSMITH_API_KEY=LANGSMITH_KEY, LANGSMITH_ENDPOINT=trace_url, LANGSMITH_TEST_SUITE="e2e-suite")
     comet = shutil.which("comet", path=str(Path(sys.executable).parent))
     assert comet
-    argv = [comet, "eval", str(skill), "--suite", suite, "--backend", "local"]
+    argv = [comet, "eval", str(skill), "--suite", suite, "--backend", "local", "--count", "1"]
     result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=900)
     (experiment,) = (skill / ".comet" / "eval" / "runs" / "experiments").iterdir()
     return result, experiment

@@ -82,7 +82,26 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--task", action="append", default=[], metavar="NAMES", help="only these tasks (comma list)")
     what.add_argument("--quick", action="store_true", help=f"run the built-in {QUICK_TASK} task only")
     what.add_argument("--treatment", action="append", default=[], metavar="NAMES", help="only these treatments")
-    what.add_argument("--count", type=int, default=None, metavar="N", help="trials per task and treatment (default 1)")
+    what.add_argument(
+        "--count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="exactly N trials per task and treatment (a fixed design; default: run until decided, see --max-count)",
+    )
+    what.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="run the trials in rounds and stop each comparison as soon as an anytime-valid test decides it "
+        "(the default unless --count or --quick is given)",
+    )
+    what.add_argument(
+        "--max-count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="when running until decided: at most N trials per task and treatment (default 10)",
+    )
     agent = parser.add_argument_group("agent and judge")
     agent.add_argument(
         "--agent", metavar="NAME", help="the agent (default: execution.agent, $BENCH_EVAL_AGENT, claude-code)"
@@ -156,6 +175,13 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
         help="start no new trial once the trials have cost USD as their agent reports it (running ones finish)",
     )
     run.add_argument(
+        "--retry-excluded",
+        type=int,
+        metavar="N",
+        help="run a trial excluded as environment or runner noise (rate limit, timeout, network, container) "
+        "again up to N more times; each attempt counts against the budgets (default: 2; 0: off)",
+    )
+    run.add_argument(
         "--out", type=Path, metavar="DIR", help="where experiments go (default: <project>/.comet/eval/runs)"
     )
     run.add_argument(
@@ -201,7 +227,11 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         f"--comet-agent={plan.agent.value}",
         f"--comet-backend={plan.backend.value}",
         f"--comet-baseline={plan.baseline}",
-        f"--comet-count={plan.count}",
+        *(
+            ["--comet-until-decided", f"--comet-max-count={plan.count}"]
+            if plan.until_decided
+            else [f"--comet-count={plan.count}"]
+        ),
     ]
     if manifest_file is not None:
         out += [f"--comet-eval-manifest={manifest_file}", f"--comet-project-root={plan.owner}"]
@@ -246,6 +276,8 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
         out.append(f"--comet-max-trials={args.max_trials}")
     if args.max_cost is not None:
         out.append(f"--comet-max-cost={args.max_cost}")
+    if args.retry_excluded is not None:
+        out.append(f"--comet-retry-excluded={args.retry_excluded}")
     if args.in_flight is not None:
         out.append(f"--comet-in-flight={args.in_flight}")
     if plan.workers:

@@ -40,6 +40,7 @@ class EvalPlan:
     suite: str
     baseline: str
     count: int
+    """Trials per task and treatment: exactly (a fixed design), or at most (``until_decided``)."""
     workers: int | None
     gates: tuple[str, ...]
     experiment_id: str
@@ -48,6 +49,8 @@ class EvalPlan:
     """The cached generated manifest the tasks come from, when they do."""
     credentials_problem: str | None = None
     """Why the agent cannot start (a credential missing, its program not installed); None: it can."""
+    until_decided: bool = False
+    """Run in rounds until an anytime-valid test decides (scaffold.experiment.sequential), ``count`` the cap."""
 
     @property
     def experiment_dir(self) -> Path:
@@ -123,7 +126,7 @@ def header_lines(plan: EvalPlan, *, mode: str) -> list[str]:
     rest += [
         ("Profile", plan.profile.value or "the task's (generic unless it says otherwise)"),
         ("Backend", f"{plan.backend.value}"),
-        ("Trials", f"{plan.count} per task and treatment" + (f", {plan.workers} workers" if plan.workers else "")),
+        ("Trials", _trials_text(plan)),
         ("Gates", "; ".join(filter(None, [_quality_text(manifest), *plan.gates])) or "none"),
         ("Experiment", str(plan.experiment_dir)),
     ]
@@ -169,3 +172,12 @@ def _quality_text(manifest: Manifest) -> str:
 def has_gates(plan: EvalPlan) -> bool:
     """Whether anything gates the run: --gate expressions or the manifest's quality gates."""
     return bool(plan.gates) or not plan.manifest.quality_gates.empty
+
+
+def _trials_text(plan: EvalPlan) -> str:
+    text = (
+        f"until decided, at most {plan.count} per task and treatment (--count N for a fixed design)"
+        if plan.until_decided
+        else f"{plan.count} per task and treatment"
+    )
+    return text + (f", {plan.workers} workers" if plan.workers else "")

@@ -162,7 +162,8 @@ def plan_eval(
         settings=dataclasses.replace(settings, agent=agent, model=model, base_url=base_url),
         suite=suite,
         baseline=baseline,
-        count=args.count or 1,
+        count=_count(args),
+        until_decided=_until_decided(args),
         workers=args.workers,
         gates=gates,
         experiment_id=experiment_id,
@@ -230,13 +231,38 @@ def _check_agent(
     return agent, model, base_url, None
 
 
+DEFAULT_MAX_COUNT = 10
+
+
+def _until_decided(args: argparse.Namespace) -> bool:
+    """``comet eval`` runs until decided unless told a fixed number of trials (--count) or a smoke run
+    (--quick). Why the default: one trial per task and treatment can never answer "does the skill help",
+    and a fixed number large enough to answer it for a small effect is wasted on a large one; running
+    until an anytime-valid test decides spends trials only while the answer is open, never more than
+    --max-count, and stays valid however often the trials are looked at."""
+    return bool(args.until_decided) or (args.count is None and not args.quick)
+
+
+def _count(args: argparse.Namespace) -> int:
+    if _until_decided(args):
+        return int(args.max_count or DEFAULT_MAX_COUNT)
+    return int(args.count or 1)
+
+
 def _check_numbers(args: argparse.Namespace) -> None:
     """The numbers of the command line, as the session checks them before any trial."""
-    for flag, value in (("--count", args.count), ("--workers", args.workers), ("--judge-samples", args.judge_samples)):
+    numbers = (("--count", args.count), ("--max-count", args.max_count), ("--workers", args.workers))
+    for flag, value in (*numbers, ("--judge-samples", args.judge_samples)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} {value}: must be 1 or more")
+    if args.until_decided and args.count is not None:
+        raise UsageError("--count with --until-decided: say how many trials at most with --max-count instead")
+    if args.max_count is not None and not _until_decided(args):
+        raise UsageError(f"--max-count {args.max_count}: goes with running until decided, not with --count or --quick")
     if args.max_trials is not None and args.max_trials < 0:
         raise UsageError(f"--max-trials {args.max_trials}: must be 0 or more")
+    if args.retry_excluded is not None and args.retry_excluded < 0:
+        raise UsageError(f"--retry-excluded {args.retry_excluded}: must be 0 or more (0 turns retries off)")
     if args.max_cost is not None and not args.max_cost >= 0:
         raise UsageError(f"--max-cost {args.max_cost:g}: must be a number of US dollars, 0 or more")
     if args.start_window is not None and not args.start_window >= 0:

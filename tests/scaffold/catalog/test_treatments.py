@@ -139,6 +139,8 @@ def test_skill_snapshot_through_a_skill_base(factory: TaskFactory, tmp_path: Pat
     catalog = load(factory, skill_bases={"benchmarks": bench})
 
     assert refs(catalog.treatments["SKILL_BETA"]) == [("comet", snapshot.resolve(), "beta")]
+    # What the reports name as the skill's source (TrialRecord.skill_sources).
+    assert catalog.treatments["SKILL_BETA"].skills[0].source == f"snapshot benchmarks/040-beta/comet ({snapshot})"
 
 
 def test_skill_snapshot_through_the_default_base_beside_the_treatments_folder(factory: TaskFactory) -> None:
@@ -456,6 +458,7 @@ def test_dynamic_treatment_from_a_skill_path(factory: TaskFactory) -> None:
     assert treatment.name == DYNAMIC_SKILL
     assert treatment.skills == (SkillRef("live", folder),)
     assert str(folder) in treatment.description
+    assert treatment.skills[0].source == str(folder)  # the folder given is where it came from
 
 
 def test_dynamic_treatment_with_a_skill_name(factory: TaskFactory) -> None:

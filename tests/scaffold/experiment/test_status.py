@@ -267,6 +267,40 @@ def test_max_cost_counts_records_and_running_trials(tmp_path: Path) -> None:
     assert claim(tmp_path, "s", "d-CONTROL-r1", limits) == "--max-cost 1 reached ($1.10 spent)"
 
 
+def test_a_retry_is_shown_and_every_attempt_is_spent(tmp_path: Path) -> None:
+    excluded = {"category": "excluded", "reason": "rate_limited", "source": "structured", "evidence": {}}
+    folder = tmp_path / "trials" / "a-CONTROL-r1"
+    first = rec("a", "CONTROL", 1, "failed", noise=excluded, trajectory={"agent": "x", "cost_usd": 0.25})
+    write_record(folder / "attempts" / "1" / "record.json", first)
+    write_progress(tmp_path, "a-CONTROL-r1", T0, T0)  # the retry: $0.50 so far
+    progress = json.loads((folder / PROGRESS_FILE).read_text())
+    (folder / PROGRESS_FILE).write_text(json.dumps({**progress, "retry": 1, "retries": 2}))
+    status = read_status([tmp_path], T0 + timedelta(seconds=5))
+    assert status.spent_usd == pytest.approx(0.75)  # the attempt set aside, and the one running
+    assert "a-CONTROL-r1 retry 1/2 agent 0:05 in trial" in status_line(status)
+    assert "a-CONTROL-r1 (retry 1 of at most 2: earlier attempts excluded as noise): agent" in "\n".join(
+        status_view(status)
+    )
+    limits = Limits(max_cost_usd=0.7)
+    assert claim(tmp_path, "s", "a-CONTROL-r1", limits) is None
+    assert claim(tmp_path, "s", "b-CONTROL-r1", limits) == "--max-cost 0.7 reached ($0.75 spent)"
+
+    attempt = {"attempt": 1, "folder": "attempts/1", "verdict": "failed", "noise_reason": "rate_limited"}
+    final = rec("a", "CONTROL", 1, trajectory={"agent": "x", "cost_usd": 0.5}, attempts=[{**attempt, "cost_usd": 0.25}])
+    write_record(folder / "record.json", final)
+    (folder / PROGRESS_FILE).unlink()
+    assert read_status([tmp_path], T0).spent_usd == pytest.approx(0.75)  # the record counts its attempts
+    assert claim(tmp_path, "s2", "a-CONTROL-r1", Limits(max_cost_usd=0.7)) is None  # a new session: a new count
+    budget = Limits(max_trials=3)
+    assert claim(tmp_path, "s3", "a-CONTROL-r1", budget) is None
+    assert claim(tmp_path, "s3", "a-CONTROL-r1", budget) is None  # a's retry is a start too
+    assert claim(tmp_path, "s3", "b-CONTROL-r1", budget) is None
+    assert (
+        claim(tmp_path, "s3", "c-CONTROL-r1", budget)
+        == "--max-trials 3 reached (3 trial(s) started, 1 of them a retry)"
+    )
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True
@@ -326,6 +360,8 @@ def test_trial_lines() -> None:
         trial_line(1, None, "b", {"comet_not_run": "--max-trials 1 reached"}, 0)
         == "[1/?] b: not run: --max-trials 1 reached"
     )
+    retried = {"comet_verdict": "passed", "comet_weighted_score": 1.0, "comet_attempts": 3}
+    assert trial_line(2, 2, "c", retried, 40) == "[2/2] c: passed  score 1.00  40 s in trial  (after 2 retries)"
 
 
 def test_comet_status_reads_a_folder_or_an_id_and_names_what_it_cannot_find(

@@ -21,7 +21,14 @@ from scaffold.agents.streams.failures import failure
 from scaffold.modelserver import ScriptedModelServer, ScriptError, parse_script
 from scaffold.records import NoiseVerdict, TrialRecord
 from scaffold.records.files import upgrade
-from scaffold.records.noise import EXCLUDED_REASONS, FLAGGED_REASONS, UNCLASSIFIED, classify
+from scaffold.records.noise import (
+    EXCLUDED_REASONS,
+    FLAGGED_REASONS,
+    RETRYABLE_REASONS,
+    UNCLASSIFIED,
+    classify,
+    retryable,
+)
 from scaffold.reports.analysis import build_analysis
 from scaffold.reports.summary import render_summary
 from scaffold.trajectory import ApiFailure, TokenUsage, Trajectory
@@ -465,3 +472,28 @@ def test_real_cli_api_failure_is_excluded(
     stored = json.loads(next(tmp_path.rglob("record.json")).read_text())
     assert stored["noise"] == json.loads(json.dumps(msgspec.to_builtins(record.noise)))
     assert any(e["status"] == status for e in server.requests)
+
+
+@pytest.mark.parametrize(
+    ("reason", "evidence", "expected"),
+    [
+        ("rate_limited", {}, True),
+        ("api_timeout", {}, True),
+        ("network_failed", {}, True),
+        ("container_failure", {"exit_code": 127}, True),
+        ("runner_timeout", {}, True),
+        ("api_error", {"failure": {"kind": "api_error", "status": 529}}, True),
+        ("api_error", {"failure": {"kind": "api_error", "status": None}}, True),
+        # The API refused the request itself (a bad request, an unknown model): it refuses it again.
+        ("api_error", {"failure": {"kind": "api_error", "status": 400}}, False),
+        ("auth_failed", {}, False),
+        ("skill_leak", {}, False),
+        ("missing_reward", {}, False),
+    ],
+)
+def test_only_noise_a_new_attempt_may_not_meet_is_retried(
+    reason: str, evidence: dict[str, Any], expected: bool
+) -> None:
+    assert retryable(NoiseVerdict("excluded", reason, "structured", evidence)) is expected
+    assert not retryable(NoiseVerdict("flagged", reason, "structured", evidence))
+    assert RETRYABLE_REASONS.issubset(EXCLUDED_REASONS)

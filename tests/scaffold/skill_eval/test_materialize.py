@@ -169,6 +169,28 @@ def test_interaction_profile_and_required_skills_reach_task_toml(tmp_path: Path)
     assert task.spec.interaction.decision_reply == "the first"
 
 
+@pytest.mark.parametrize(
+    ("declared", "required", "expect_under_test"),
+    [
+        pytest.param({}, None, True, id="not set: the skill under test is required"),
+        pytest.param({"requiredSkills": []}, (), False, id="[]: no skill is, the key is written"),
+        pytest.param({"requiredSkills": ["other"]}, ("other",), True, id="named"),
+    ],
+)
+def test_required_skills_absent_or_empty(
+    tmp_path: Path, declared: dict[str, Any], required: tuple[str, ...] | None, expect_under_test: bool
+) -> None:
+    path = skill_package(tmp_path, tasks=[{"name": "t", "prompt": "p", "expect": {"files": ["a"]}}], **declared)
+    manifest = load_manifest(path, builtin_tasks=())
+    assert manifest.required_skills == required
+    folder = write_tasks(manifest, None, tmp_path / "tasks", environment=ENVIRONMENT) / "t"
+    evaluation = load_task(folder).spec.evaluation
+    assert evaluation.required_skills == (required or ())
+    assert evaluation.expect_skills_under_test is expect_under_test
+    # Written only to opt out: the task.toml of every other manifest (and its content hash) is as it was.
+    assert ("expect_skills_under_test" in (folder / "task.toml").read_text()) is not expect_under_test
+
+
 def test_source_tasks_are_copied_as_they_are_and_selection_filters(tmp_path: Path) -> None:
     path = skill_package(tmp_path)
     root = path.parent.parent

@@ -74,7 +74,19 @@ def test_public_api_is_exactly_all() -> None:
     # Identifiers only: imported under pytest's assertion rewriting (first by a test module), the package
     # also holds the rewriter's helpers, "@py_builtins" and "@pytest_ar".
     public = {name for name in vars(stats_pkg) if name.isidentifier() and not name.startswith("_")} - {"annotations"}
-    modules = {"aggregate", "agreement", "exclusions", "outcomes", "paired", "passk", "power", "rates", "stratified"}
+    modules = {
+        "aggregate",
+        "agreement",
+        "exclusions",
+        "heterogeneity",
+        "outcomes",
+        "paired",
+        "passk",
+        "power",
+        "rates",
+        "sequential",
+        "stratified",
+    }
     assert set(stats_pkg.__all__) == public - modules
     assert stats_pkg.__all__ == sorted(stats_pkg.__all__)
 

@@ -79,7 +79,7 @@ def test_comet_eval_of_inline_source_and_recommended_tasks(tmp_path: Path, run: 
     with ScriptedModelServer(load_script(script), host="0.0.0.0", log_path=log) as server:
         url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
         env = scripted_run_env(tmp_path, url, cli_dir)
-        argv = [comet, "eval", str(folder), "--html", "--backend", backend]
+        argv = [comet, "eval", str(folder), "--html", "--backend", backend, "--count", "1"]
         if agent == "codex":  # the command line over the manifest's execution
             argv += ["--agent", "codex", "--model", "gpt-5-codex"]
         result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, check=False, timeout=900)

@@ -120,7 +120,7 @@ def test_generates_runs_and_reuses(
     if backend == "docker":
         request.getfixturevalue("docker_base_image")  # skips without an engine, fails in CI
     ev = make_eval(agent, script)
-    rc, out, requests = ev.run("--backend", backend)
+    rc, out, requests = ev.run("--backend", backend, "--count", "1")
     assert rc == 0, out
     assert "Tasks generated: release-summary-report, report-settings-file" in out
     assert _generator_calls(requests) > 0
@@ -137,7 +137,7 @@ def test_generates_runs_and_reuses(
     cache = ev.skill / ".comet" / "eval" / "generated" / "markdown-report"
     assert len(list(cache.glob("*/eval.yaml"))) == 1
 
-    rc, out, requests = ev.run("--backend", backend)
+    rc, out, requests = ev.run("--backend", backend, "--count", "1")
     assert rc == 0, out
     assert "generated cache" in out and "Tasks generated" not in out
     assert requests and _generator_calls(requests) == 0  # the trials ran; the generator was not called
@@ -154,3 +154,34 @@ def test_invalid_twice_exits_3_with_the_partial_report(make_eval: Callable[[str,
     assert "Evaluation stopped during task generation" in report.read_text()
     meta = json.loads((report.parent / "metadata.json").read_text())
     assert meta["attribution"] == "task_generation" and meta["attempt_count"] == 2
+
+
+def test_runs_until_decided_and_passes_its_gate(make_eval: Callable[[str, str], Eval]) -> None:
+    """The issue's own example, with the real Claude Code CLI: the skill passes its 2 generated tasks every
+    time, CONTROL half the time; `comet eval` runs until decided (its default) and answers "improvement on
+    these tasks" within --max-count 10, the gate passes (exit 0), and the reports name the skill and gate."""
+    ev = make_eval("claude-code", "claude-eval-until-decided.yaml")
+    gate = "DYNAMIC_SKILL better than CONTROL"
+    rc, out, _ = ev.run("--backend", "local", "--max-count", "10", "--gate", gate)
+    assert rc == 0, out
+    assert "until decided, at most 10 per task and treatment" in out
+    experiment = _experiment(out)
+    summary = (experiment / "summary.md").read_text()
+    assert "**DYNAMIC_SKILL** vs CONTROL: **improvement** (on these tasks" in summary, summary
+    assert "run until decided, on these tasks: decided at round 7: improvement" in summary
+    assert f"| `{gate}` | on these tasks | PASS |" in summary
+    assert "- **DYNAMIC_SKILL**: markdown-report from " in summary  # the skill, its source and hash
+    assert "skill used in 14 of 14 trials" in summary
+    gates = json.loads((experiment / "gates.json").read_text())
+    assert gates["passed"] is True
+    trials = {p.parent.name for p in (experiment / "trials").glob("*/record.json")}
+    assert max(int(name.rsplit("-r", 1)[1]) for name in trials) <= 8  # rounds 8-10 not needed (one ahead)
+
+
+def test_alike_treatments_stop_at_the_cap_without_a_verdict(make_eval: Callable[[str, str], Eval]) -> None:
+    ev = make_eval("claude-code", "claude-eval-alike.yaml")
+    rc, out, _ = ev.run("--backend", "local", "--max-count", "4", "--gate", "DYNAMIC_SKILL better than CONTROL")
+    assert rc == 1, out  # the gate: no improvement claimed
+    summary = (_experiment(out) / "summary.md").read_text()
+    assert "**DYNAMIC_SKILL** vs CONTROL: **no significant difference**" in summary
+    assert "undecided: the run reached --max-count after 4 whole round(s)" in summary

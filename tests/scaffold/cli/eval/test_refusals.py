@@ -108,6 +108,7 @@ def test_an_eval_yaml_that_is_a_folder_is_refused_naming_it(
         (["--docker-host", "tcp://10.0.0.5:2376"], "--docker-host needs --backend docker (the backend is local)"),
         (["--image-alias", "bad"], "--image-alias: 'bad' is not REF=LOCAL"),
         (["--max-trials", "-1"], "--max-trials -1: must be 0 or more"),
+        (["--retry-excluded", "-1"], "--retry-excluded -1: must be 0 or more (0 turns retries off)"),
         (["--max-cost", "-1"], "--max-cost -1: must be a number of US dollars, 0 or more"),
         (["--start-window", "-1"], "--start-window -1: use 0 (off) or a number of seconds"),
         (["--judge-samples", "0"], "--judge-samples 0: must be 1 or more"),

@@ -195,6 +195,15 @@ def test_in_flight_reaches_the_plugin(tmp_path: Path) -> None:
     assert not any("in-flight" in a for a in command.pytest_arguments(plan, default, plan.manifest.file))
 
 
+def test_retry_excluded_reaches_the_plugin(tmp_path: Path) -> None:
+    folder = skill(tmp_path / "skills", manifest_data())
+    parsed = args(folder, "--agent", "oracle", "--retry-excluded", "0")
+    plan = plan_eval(parsed, process_env={"HOME": str(tmp_path)})
+    assert "--comet-retry-excluded=0" in command.pytest_arguments(plan, parsed, plan.manifest.file)
+    default = args(folder, "--agent", "oracle")  # the plugin's default (2) then holds
+    assert not any("retry-excluded" in a for a in command.pytest_arguments(plan, default, plan.manifest.file))
+
+
 class _Terminal(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -135,7 +135,20 @@ def test_an_engine_that_dies_mid_run_costs_only_its_running_trials(
     slow = TaskFactory(tmp_path / "suite")
     slow.task("slow-solve", solve="sleep 4\necho done > out.txt\n")
     suite = ["--tasks-dir", str(slow.tasks_dir), "--treatments-dir", str(slow.treatments_dir)]
-    args = [*_pool_args(engines), *suite, "-n", "6", "--count", "12", "--experiment-id", "fault"]
+    # Without retries: a container_failure would otherwise be run again on a live engine at once
+    # (--retry-excluded, tests/pytest_comet/test_retries.py), and this test is of what the failure costs.
+    args = [
+        *_pool_args(engines),
+        *suite,
+        "-n",
+        "6",
+        "--count",
+        "12",
+        "--experiment-id",
+        "fault",
+        "--retry-excluded",
+        "0",
+    ]
     run = _run(args, env, tmp_path, wait=False)
     try:
         watcher = victim.client(timeout=10)

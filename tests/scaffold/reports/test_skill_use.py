@@ -1,0 +1,116 @@
+"""The skills each treatment installed (name, source, content hash) and "skill used in x of y trials",
+from the records to every report: the model (scaffold.reports.skills), summary.md, comparison_report.md,
+report.html and results.jsonl; old records without the fields still report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from scaffold.records import TrialRecord
+from scaffold.reports.analysis import build_analysis
+from scaffold.reports.comparison import render_comparison
+from scaffold.reports.html import render_html
+from scaffold.reports.model import SKILLS_SHOWN, SkillUse
+from scaffold.reports.results import result_lines
+from scaffold.reports.summary import render_summary
+from tests.support.records import rec
+
+HASH = "sha256:" + "ab12" * 16
+SOURCE = "/skills/my-skill"
+EXCLUDED = {"category": "excluded", "reason": "rate_limited", "source": "structured", "evidence": {}}
+
+
+def config(*skills: tuple[str, str]) -> dict[str, Any]:
+    return {"treatment": {"skills": [{"name": n, "content_hash": h, "variant": None} for n, h in skills]}}
+
+
+def skill_trial(
+    task: str, trial: int, *, invoked: tuple[str, ...] = (), attempted: tuple[str, ...] = (), **fields: Any
+) -> TrialRecord:
+    fields.setdefault("expected_skills", ("my-skill",))
+    return rec(
+        task,
+        "DYNAMIC_SKILL",
+        trial,
+        config=config(("my-skill", HASH)),
+        skill_sources={"my-skill": SOURCE},
+        trajectory={"agent": "claude-code", "skills_invoked": invoked, "skills_attempted": attempted},
+        **fields,
+    )
+
+
+def records() -> list[TrialRecord]:
+    return [
+        rec("alpha", "CONTROL", 1),
+        rec("beta", "CONTROL", 1),
+        skill_trial("alpha", 1, invoked=("my-skill",)),
+        skill_trial("alpha", 2, attempted=("my-skill",)),  # tried, the call failed
+        skill_trial("beta", 1, invoked=("plugin:my-skill",)),
+        skill_trial("beta", 2),
+        skill_trial("beta", 3, invoked=("my-skill",), noise=EXCLUDED),  # not in the analysis set
+        skill_trial("beta", 4, verdict="error", expected_skills=()),  # unscored: nothing expected
+    ]
+
+
+USED = "skill used in 2 of 4 trials; 1 more attempted it and the call failed"
+NAMED = f"my-skill from {SOURCE}, content sha256:{'ab12' * 3}"
+
+
+def test_the_model_counts_the_analysis_set_and_names_every_skill() -> None:
+    analysis = build_analysis(records())
+    assert analysis.report("CONTROL").skills is None
+    skills = analysis.report("DYNAMIC_SKILL").skills
+    assert skills is not None
+    ((skill),) = skills.skills
+    assert (skill.name, skill.content_hash, skill.source, skill.trials) == ("my-skill", HASH, SOURCE, 6)
+    assert skill.text == NAMED
+    assert skills.use == SkillUse(trials=4, used=2, failed=1)
+    assert skills.use.text == USED
+    assert dict(skills.by_task) == {"alpha": SkillUse(2, 1, 1), "beta": SkillUse(2, 1, 0)}
+    assert skills.tasks_text() == "alpha 1 of 2 (1 with a failed call), beta 1 of 2"
+
+
+def test_every_report_says_it_in_its_verdict_section() -> None:
+    analysis = build_analysis(records())
+    for text in (render_summary(analysis, "e"), render_comparison(analysis, "e")):
+        verdict = text[text.index("## Verdict") :]
+        assert f"- **DYNAMIC_SKILL**: {NAMED}\n  - {USED}; per task: alpha 1 of 2" in verdict
+    html = render_html(analysis)
+    verdict = html[html.index('<section id="verdict"') : html.index('<section id="comparison"')]
+    assert NAMED in verdict and USED in verdict
+
+
+def test_results_jsonl_has_each_trials_use() -> None:
+    rows = {r["case_id"]: r for r in map(json.loads, result_lines(records()))}
+    assert rows["alpha-DYNAMIC_SKILL-r1"]["skill_use"] == {"expected": ["my-skill"], "used": True, "failed_call": False}
+    assert rows["alpha-DYNAMIC_SKILL-r2"]["skill_use"] == {"expected": ["my-skill"], "used": False, "failed_call": True}
+    assert rows["beta-DYNAMIC_SKILL-r1"]["skill_use"]["used"] is True  # a plugin prefix is the same skill
+    assert "skill_use" not in rows["alpha-CONTROL-r1"] and "skill_use" not in rows["beta-DYNAMIC_SKILL-r4"]
+
+
+def test_records_written_before_the_fields_still_report() -> None:
+    old = [
+        rec("alpha", "CONTROL", 1),
+        rec("alpha", "SKILL_X", 1, config=config(("helper", HASH)), trajectory={"agent": "claude-code"}),
+    ]
+    analysis = build_analysis(old)
+    skills = analysis.report("SKILL_X").skills
+    assert skills is not None
+    assert skills.skills[0].text == f"helper from a source not recorded, content sha256:{'ab12' * 3}"
+    assert skills.use.trials == 0 and skills.use.text.startswith("skill use not scored")
+    assert "skill use not scored" in render_summary(analysis, "e")
+    assert "skill_use" not in json.loads(next(iter(result_lines(old))))
+
+
+def test_reports_without_skills_say_nothing_of_them() -> None:
+    analysis = build_analysis([rec("alpha", "CONTROL", 1), rec("alpha", "OTHER", 1)])
+    assert "Skills evaluated" not in render_summary(analysis, "e") + render_comparison(analysis, "e")
+    assert "Skills evaluated" not in render_html(analysis)
+
+
+def test_a_long_list_of_task_skills_is_cut() -> None:
+    names = [(f"s{i:02}", HASH) for i in range(SKILLS_SHOWN + 3)]
+    many = [rec("alpha", "TASK_SKILLS", 1, config=config(*names)), rec("alpha", "CONTROL", 1)]
+    summary = render_summary(build_analysis(many), "e")
+    assert "s09 from" in summary and "s10 from" not in summary and "; and 3 more" in summary
