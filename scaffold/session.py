@@ -58,6 +58,7 @@ from scaffold.experiment.cases import Broken, Case, parse_list, select_cases, un
 from scaffold.judge.config import judge_enabled, resolve_judge
 from scaffold.judge.transport import JudgeRun, check_judge, declared_credentials
 from scaffold.reports.config import ReportOutputs, resolve_outputs
+from scaffold.skill_eval.project import COMET_FOLDER, comet_folder
 from scaffold.skill_eval.resolve import (
     DEFAULT_AGENT,
     Choice,
@@ -496,7 +497,12 @@ class HarnessSession:
 
     def experiment(self) -> Experiment:
         if self._experiment is None:
-            default = self.owner() / ".comet" / "eval" / "runs" if self.options.manifest else None
+            default = None
+            if self.options.manifest and not self.options.logs_dir:
+                # Under the skill's .comet/, made ignored by git before its first file (as comet eval does);
+                # a listing (--collect-only) writes nothing, so it makes nothing either.
+                comet = self.owner() / COMET_FOLDER
+                default = (comet if self.options.collect_only else comet_folder(self.owner())) / "eval" / "runs"
             logs = self.options.logs_dir or default or project_logs_dir(self.options.root)
             self._experiment = Experiment.under(logs, self.experiment_id())
         return self._experiment

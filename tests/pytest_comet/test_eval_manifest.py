@@ -151,6 +151,8 @@ def test_a_run_writes_tasks_and_reports_under_the_owner(pytester: pytest.Pyteste
     exp = experiments(manifest) / "e1"
     assert (exp / "summary.md").is_file()
     assert not (exp / "quality-gates.json").exists()  # no quality gates declared
+    # The skill's .comet/ was made by this run: git ignores it, as it does after comet eval.
+    assert (manifest.parent.parent / ".comet" / ".gitignore").read_text() == "*\n"
 
 
 def test_passing_quality_gates_exit_0_and_are_written_and_shown(

@@ -25,7 +25,7 @@ from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL, dynamic_treatmen
 from scaffold.cli.eval.plan import GATE_EXAMPLE, EvalPlan
 from scaffold.cli.eval.target import UsageError, resolve_target
 from scaffold.cli.user_env import user_env_file
-from scaffold.errors import AgentError, GateError
+from scaffold.errors import AgentError, GateError, SelectionError
 from scaffold.experiment import EXPERIMENT_ID, new_experiment_id
 from scaffold.skill_eval.manifest import Manifest
 from scaffold.skill_eval.resolve import (
@@ -115,6 +115,7 @@ def plan_eval(
         assert judge[0].value is not None
         _check_agent_name("--judge-agent", judge[0].value, merged)
         _check_url("--judge-base-url", judge[2].value)
+    _check_judge(judge, merged, args.judge_samples)
 
     owner = (args.project or manifest.skill.root).absolute()
     experiment_id = args.experiment_id or new_experiment_id()
@@ -247,6 +248,23 @@ def _count(args: argparse.Namespace) -> int:
     if _until_decided(args):
         return int(args.max_count or DEFAULT_MAX_COUNT)
     return int(args.count or 1)
+
+
+def _check_judge(judge: Sequence[Choice] | None, merged: Mapping[str, str], samples: int) -> None:
+    """The session's own check of its judge (scaffold.session.judge_run): an agent that cannot judge, or
+    a judge CLI that is not installed, is refused by the run before any trial, and so by --collect."""
+    from scaffold.judge.config import resolve_judge
+    from scaffold.judge.transport import check_judge
+
+    names = ("agent", "model", "base_url")
+    settings = {n: str(s.value) for n, s in zip(names, judge or (), strict=False) if s.value}
+    config = resolve_judge(settings, merged, samples=samples)
+    if config is None:
+        return
+    try:
+        check_judge(config, merged)
+    except (AgentError, SelectionError) as exc:
+        raise UsageError(f"the judge: {exc}") from exc
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

@@ -112,6 +112,10 @@ def test_an_eval_yaml_that_is_a_folder_is_refused_naming_it(
         (["--max-cost", "-1"], "--max-cost -1: must be a number of US dollars, 0 or more"),
         (["--start-window", "-1"], "--start-window -1: use 0 (off) or a number of seconds"),
         (["--judge-samples", "0"], "--judge-samples 0: must be 1 or more"),
+        (["--judge-agent", "oracle", "--judge-model", "m"], "the judge: judge agent 'oracle': only claude-code can"),
+        (["--max-count", "0"], "--max-count 0: must be 1 or more"),
+        (["--count", "2", "--max-count", "3"], "--max-count 3: goes with running until decided"),
+        (["--until-decided", "--count", "2"], "--count with --until-decided"),
         (["--report-config", "missing.json"], "--report-config missing.json: cannot be read"),
         (
             ["--gate", "SKILL not worse than CONTROL"],
