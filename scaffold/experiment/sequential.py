@@ -46,6 +46,7 @@ __all__ = [
     "record_outcome",
     "refusal",
     "sequential_verdicts",
+    "unneeded_cases",
 ]
 
 SEQUENTIAL_FILE: Final = "sequential.json"
@@ -232,7 +233,10 @@ def _write(root: Path, design: Design, data: dict[str, Any], tasks: Sequence[str
 
 def refusal(root: Path, task: str, treatment: str, trial: int) -> str | None:
     """Why trial *trial* of (*task*, *treatment*) is no longer needed, or None when it is."""
-    data = _read(root)
+    return _refusal(_read(root), task, treatment, trial)
+
+
+def _refusal(data: Mapping[str, Any] | None, task: str, treatment: str, trial: int) -> str | None:
     if not data or not isinstance(data.get("decisions"), dict):
         return None
     decisions: dict[str, Any] = data["decisions"]
@@ -246,6 +250,26 @@ def refusal(root: Path, task: str, treatment: str, trial: int) -> str | None:
     if d is None or not _done(d, trial):
         return None
     return f"decided at round {d['decided_at']}: {d['decision']} (run until decided)"
+
+
+def unneeded_cases(root: Path, case_ids: Iterable[str]) -> set[str]:
+    """Which of *case_ids* (``task-treatment-rN``) a run until decided in *root* no longer needs (for
+    ``comet status``: neither queued nor missing). Empty when the run is not one."""
+    data = _read(root)
+    if not data or not isinstance(data.get("decisions"), dict):
+        return set()
+    treatments = sorted((str(t) for t in data.get("treatments", ())), key=len, reverse=True)
+    tasks = {str(t) for t in data.get("tasks", ())}
+    found = set()
+    for case in case_ids:
+        head, _, trial = case.rpartition("-r")
+        for treatment in treatments:  # the longest first: a treatment name may end another
+            task = head.removesuffix(f"-{treatment}")
+            if task != head and task in tasks and trial.isdigit():
+                if _refusal(data, task, treatment, int(trial)) is not None:
+                    found.add(case)
+                break
+    return found
 
 
 def _done(decision: Mapping[str, Any], trial: int) -> bool:

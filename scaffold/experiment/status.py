@@ -34,6 +34,7 @@ from scaffold.errors import RecordError
 from scaffold.experiment import ATTEMPTS_DIR, PROGRESS_FILE, RECORD_FILE
 from scaffold.experiment.budget import read_budget
 from scaffold.experiment.progress import read_progress
+from scaffold.experiment.sequential import unneeded_cases
 from scaffold.records.files import read_record
 from scaffold.util.atomic import write_json_atomic
 
@@ -143,6 +144,9 @@ class Status:
     spent_usd: float | None
     cost_known: int = 0
     """Records that reported a cost (spent_usd sums theirs and the running trials' so far)."""
+    not_needed: int = 0
+    """Cases a run until decided no longer needs: their comparison was decided first (neither queued
+    nor missing)."""
     durations: tuple[float, ...] = field(default=(), repr=False)
 
     @property
@@ -189,7 +193,7 @@ def read_status(roots: Iterable[Path], now: datetime, cache: RecordCache | None 
     roots = [Path(r) for r in roots]
     folders = [_read_folder(root, now, cache) for root in roots]
     planned_any = any(f.plan is not None for f in folders)
-    planned = done = queued = cost_known = 0
+    planned = done = queued = cost_known = not_needed = 0
     verdicts: dict[str, int] = {}
     running: list[Running] = []
     not_run: list[str] = []
@@ -222,10 +226,9 @@ def read_status(roots: Iterable[Path], now: datetime, cache: RecordCache | None 
         planned += len(cases)
         busy = {r.case_id for r in active}
         missing = [c for c in cases if c not in records and c not in busy]
-        if ended:
-            not_run += missing
-        else:
-            queued += len(missing)
+        decided = unneeded_cases(root, missing)  # a run until decided: neither queued nor missing
+        not_needed, missing = not_needed + len(decided), [c for c in missing if c not in decided]
+        not_run, queued = (not_run + missing, queued) if ended else (not_run, queued + len(missing))
         budget = read_budget(root)
         if budget is not None and budget.get("session") == plan.get("session") and budget.get("stopped"):
             stopped.append(str(budget["stopped"]))
@@ -245,6 +248,7 @@ def read_status(roots: Iterable[Path], now: datetime, cache: RecordCache | None 
         running=tuple(sorted(running, key=lambda r: (-r.elapsed_s, r.case_id))),
         queued=queued if planned_any else None,
         not_run=tuple(not_run),
+        not_needed=not_needed,
         stopped=tuple(dict.fromkeys(stopped)),
         finished=finished and planned_any,
         elapsed_s=elapsed,
@@ -349,6 +353,8 @@ def status_line(status: Status, *, shown: int = 3) -> str:
         parts.append(f"stalled {status.stalled}")
     if status.queued is not None:
         parts.append(f"queued {status.queued}")
+    if status.not_needed:
+        parts.append(f"not needed {status.not_needed}")
     if status.not_run:
         parts.append(f"not run {len(status.not_run)}")
     parts.append(f"elapsed {clock(status.elapsed_s)}")
@@ -383,6 +389,8 @@ def status_view(status: Status) -> list[str]:
         )
     if status.queued is not None:
         lines.append(f"queued: {status.queued}")
+    if status.not_needed:
+        lines.append(f"not needed: {status.not_needed} (run until decided: their comparisons were decided first)")
     lines.append(f"elapsed: {clock(status.elapsed_s)}")
     if not status.finished:
         lines.append(f"estimated time left: {clock(status.eta_s)}")
@@ -408,6 +416,7 @@ def status_json(status: Status) -> dict[str, Any]:
         "stalled": status.stalled,
         "queued": status.queued,
         "not_run": list(status.not_run),
+        "not_needed": status.not_needed,
         "stopped": list(status.stopped),
         "elapsed_s": status.elapsed_s,
         "eta_s": status.eta_s,

@@ -11,10 +11,12 @@ a resumed session picks up the decided state; the reports say why the run stoppe
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from scaffold.experiment.status import read_status, status_line
 from tests.support.factories import TaskFactory
 
 SOLVE = """\
@@ -74,9 +76,11 @@ def test_a_clear_improvement_stops_at_round_seven_and_passes_its_gate(
     assert "**SKILL** vs CONTROL: **improvement** (on these tasks" in summary
     assert "run until decided, on these tasks: decided at round 7: improvement" in summary
     assert "anytime-valid" in summary and "| `SKILL better than CONTROL` |" in summary
-    assert "decided at round 7: improvement (run until decided)" in result.stdout.str() or "skipped" in (
-        result.stdout.str()
-    )
+    assert "until decided: " in result.stdout.str() and "trial(s) not needed" in result.stdout.str()
+    # comet status: the trials not needed are neither queued nor "not run" (nothing for a resume to do).
+    status = read_status([folder(pytester, "clear")], datetime.now(UTC))
+    assert status.not_run == () and status.queued == 0 and status.not_needed == 40 - len(found)
+    assert f"not needed {40 - len(found)}" in status_line(status)
 
 
 def test_alike_treatments_stop_at_the_cap_without_a_verdict(pytester: pytest.Pytester, suite: TaskFactory) -> None:
