@@ -216,7 +216,7 @@ class Reporter:
         self.paths = written.paths
         self.unreadable = reported.problems
         self._not_run_section(experiment.summary_path, experiment.id)
-        self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.label}" for v in written.analysis.verdicts]
+        self.verdicts = [f"{v.treatment} vs {v.baseline}: {v.headline}" for v in written.analysis.verdicts]
         self.identities = [
             f"{r.name}: {identity_line(r.identity)}" for r in written.analysis.reports if r.identity is not None
         ]

@@ -728,6 +728,17 @@ class TreatmentVerdict(msgspec.Struct, frozen=True):
     heterogeneity), on the analysis set; None when no task was scored under both."""
 
     @property
+    def headline(self) -> str:
+        """The label with its scope, and how a run until decided stopped: the terminal's verdict line."""
+        if self.mismatch is not None or self.label == INSUFFICIENT:
+            return self.label
+        stop = ""
+        if self.sequential is not None:
+            s = self.sequential
+            stop = f"; decided at round {s.decided_at}" if s.decided_at else f"; undecided after {s.rounds} round(s)"
+        return f"{self.label} ({self.scope}{stop})"
+
+    @property
     def scope_note(self) -> str:
         """What the deciding scope's answer is about, for the reports."""
         if self.scope == "on these tasks":

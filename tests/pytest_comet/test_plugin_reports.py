@@ -47,7 +47,7 @@ def test_without_a_gate_the_baseline_is_observed_and_every_report_written(
     )
     result.stdout.fnmatch_lines(
         [
-            "verdict: SKILL_HELPER vs CONTROL: improvement",
+            "verdict: SKILL_HELPER vs CONTROL: improvement (*",
             f"comparison report: {experiment(pytester) / 'comparison_report.md'}",
             f"results: {experiment(pytester) / 'results.jsonl'}",
         ]
@@ -66,7 +66,7 @@ def test_another_baseline_makes_control_failures_fail(pytester: pytest.Pytester,
     result = run(pytester, "--baseline=SKILL_HELPER", "--task=t0,t1,t2")
     result.assert_outcomes(passed=3, failed=3)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["verdict: CONTROL vs SKILL_HELPER: no significant difference"])
+    result.stdout.fnmatch_lines(["verdict: CONTROL vs SKILL_HELPER: no significant difference (*"])
 
 
 def test_passing_gates_answer_for_the_session(pytester: pytest.Pytester, helped: TaskFactory) -> None:

@@ -77,6 +77,7 @@ def test_a_clear_improvement_stops_at_round_seven_and_passes_its_gate(
     assert "run until decided, on these tasks: decided at round 7: improvement" in summary
     assert "anytime-valid" in summary and "| `SKILL better than CONTROL` |" in summary
     assert "until decided: " in result.stdout.str() and "trial(s) not needed" in result.stdout.str()
+    assert "verdict: SKILL vs CONTROL: improvement (on these tasks; decided at round 7)" in result.stdout.str()
     # comet status: the trials not needed are neither queued nor "not run" (nothing for a resume to do).
     status = read_status([folder(pytester, "clear")], datetime.now(UTC))
     assert status.not_run == () and status.queued == 0 and status.not_needed == 40 - len(found)
