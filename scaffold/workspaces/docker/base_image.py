@@ -36,6 +36,7 @@ __all__ = [
     "BASE_PACKAGES",
     "BASE_SUITE",
     "BASE_TAG",
+    "PIP_SETUP",
     "RELEASES",
     "BaseImage",
     "base_tag",
@@ -72,8 +73,19 @@ BASE_PACKAGES = (
 )
 # npm depends on virtual packages (node-has, node-cli-table3, node-cssesc...) that debootstrap's resolver
 # cannot satisfy (it ignores Provides); apt-get inside the new root resolves them, so npm goes there, and
-# so do python3-pip (python3:any) and its companions: pip and pip3, python (python-is-python3), venv.
-APT_PACKAGES = ("npm", "python3-pip", "python3-venv", "python-is-python3")
+# so do venv (with the release's pip and setuptools wheels) and python (python-is-python3).
+APT_PACKAGES = ("npm", "python3-venv", "python-is-python3")
+PIP_SETUP = (
+    'python3 "$(ls /usr/share/python-wheels/pip-*.whl)/pip" install --ignore-installed --no-index '
+    "--find-links /usr/share/python-wheels pip setuptools && pip --version"
+)
+"""pip and setuptools as the official python images have them: installed by pip itself into /usr/local
+(pip run from the wheel Debian ships for venv, offline), never as Debian packages. Debian's python3-pip
+marks its pip "installed by debian", so a Dockerfile's ``pip install --upgrade pip==25.2`` (common in
+Terminal-Bench 2) failed with "Cannot uninstall pip"; a pip that pip installed upgrades. (Debian
+disables ``ensurepip`` for the system Python, hence the wheel run as a program, which pip supports.)
+setuptools comes on every release, as tasks written for python:3.11 expect it; wheel does not: Debian
+ships no wheel of it, and the python:3.12+ images no longer have it either."""
 BASE_ENV: Mapping[str, str] = {
     "LANG": "C.UTF-8",
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -212,7 +224,13 @@ def _build_base_locked(
     t0: float,
 ) -> BaseImage:
     existing = image_id(client, tag)
-    wanted = {"suite": suite, "packages": list(packages), "apt_packages": list(apt_packages), "env": dict(BASE_ENV)}
+    wanted = {
+        "suite": suite,
+        "packages": list(packages),
+        "apt_packages": list(apt_packages),
+        "env": dict(BASE_ENV),
+        "pip": PIP_SETUP,
+    }
     if existing and not force:
         recipe = _recipe_of(client, tag)
         stale = {key for key, value in wanted.items() if recipe.get(key) != value}
@@ -235,6 +253,7 @@ def _build_base_locked(
         "packages": list(packages),
         "apt_packages": list(apt_packages),
         "env": dict(BASE_ENV),
+        "pip": PIP_SETUP,
         "debootstrap": _debootstrap_version(),
     }
     logs = state_dir() / "builds"
@@ -255,6 +274,8 @@ def _build_base_locked(
                 install = " ".join(["apt-get install -y -q --no-install-recommends", *apt_packages])
                 script = f"apt-get update -q && {install} && apt-get clean"
                 _run_logged(["chroot", str(rootfs), "sh", "-c", script], log_path, DEBOOTSTRAP_TIMEOUT_S, script)
+                pip = f"PIP_BREAK_SYSTEM_PACKAGES=1 PIP_NO_CACHE_DIR=1 PIP_ROOT_USER_ACTION=ignore {PIP_SETUP}"
+                _run_logged(["chroot", str(rootfs), "sh", "-c", pip], log_path, DEBOOTSTRAP_TIMEOUT_S, "pip setup")
         finally:
             log(f"      {time.monotonic() - mark:.0f}s elapsed")
         _trim_rootfs(rootfs)

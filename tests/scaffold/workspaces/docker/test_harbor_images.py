@@ -114,6 +114,21 @@ def test_a_base_image_has_what_python_slim_and_ubuntu_images_have(
     assert out.rstrip().endswith("ca")
 
 
+@pytest.mark.parametrize("release", ["bookworm", "trixie"])
+def test_pip_is_installed_by_pip_and_so_can_replace_itself(
+    bases: tuple[str, str], docker_client: Any, release: str
+) -> None:
+    # Debian's python3-pip marked pip "installed by debian": `pip install --upgrade pip==25.2`, common in
+    # Terminal-Bench 2 Dockerfiles, failed with "Cannot uninstall pip". A reinstall (offline) removes it first.
+    script = (
+        "pip --version; python -c 'import setuptools' && echo setuptools; "
+        "pip install -q --force-reinstall --no-index --find-links /usr/share/python-wheels pip && echo reinstalled"
+    )
+    out = output(docker_client, base_tag(release), script)
+    assert "/usr/local/lib/python3" in out.splitlines()[0], out
+    assert "setuptools" in out and out.rstrip().endswith("reinstalled"), out
+
+
 def test_build_base_takes_the_release(bases: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     from scaffold.cli.main import main
 
