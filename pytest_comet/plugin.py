@@ -735,7 +735,7 @@ def comet_runner(request: pytest.FixtureRequest) -> Iterator[Runner]:
     if workerinput is not None:
         _end_with_controller(workerinput.get(CONTROLLER_KEY))
     worker = workerinput["workerid"] if workerinput else "main"
-    runner = state.use(lambda: state.session.open_runner(worker, state.live_engines()))
+    runner = state.use(lambda: state.session.open_runner(worker, state.live_engines(), state.session_token()))
     # With two trials in flight, the trial started ahead is what a standby container would be: the backend
     # is told that nothing follows, so it makes none (scaffold.workspaces.docker.standby).
     runner.upcoming = (lambda: state.next_case) if state.in_flight() == 1 else (lambda: None)

@@ -9,7 +9,8 @@ CometError
 ├── SelectionError (ValueError)   --task / --treatment / --agent name nothing we know
 ├── BusyError (RuntimeError)      an experiment is being run by another session
 ├── WorkspaceError (RuntimeError) a workspace could not be prepared, used or cleaned
-│   └── SkillLeakError            an image meant to be without the task's skills has a SKILL.md
+│   ├── SkillLeakError            an image meant to be without the task's skills has a SKILL.md
+│   └── ImageBuildError           a task's image cannot be built: a step of its Dockerfile failed
 ├── AgentError (RuntimeError)     an agent could not be started or its output not read
 ├── GenerationError (RuntimeError) comet eval could not generate a skill's tasks (exit 3)
 ├── RecordError (ValueError)      a trial record is unreadable or of another schema
@@ -39,6 +40,7 @@ __all__ = [
     "ExitStatus",
     "GateError",
     "GenerationError",
+    "ImageBuildError",
     "InputWarning",
     "LoadError",
     "ManifestError",
@@ -143,6 +145,25 @@ class SkillLeakError(WorkspaceError):
             f"the image {image}, built without the task's skills, still has a skill: {shown} (a Dockerfile line "
             "other than COPY/ADD skills puts it there, or the base image has it)"
         )
+
+
+class ImageBuildError(WorkspaceError):
+    """A task's image cannot be built: the builder ran its Dockerfile and a step failed (a RUN that exited
+    non-zero, a COPY without a source, an instruction it does not know). The same content fails the same
+    way again, so it is the task's (or the harness's) error, never environment noise: not retried, and not
+    built again for the session's other trials. (An engine or network that fails under a build is a plain
+    WorkspaceError.) *image*: the tag, which names the content; *step*: the failing instruction as the
+    builder showed it ("" when it failed before any); *log*: the build log, its end when long."""
+
+    def __init__(self, message: str, *, image: str, step: str = "", log: str = "") -> None:
+        super().__init__(message)
+        self.image = image
+        self.step = step
+        self.log = log
+
+    def prefixed(self, prefix: str) -> ImageBuildError:
+        """The same error, its message after *prefix* (``task NAME: ``)."""
+        return ImageBuildError(prefix + str(self), image=self.image, step=self.step, log=self.log)
 
 
 class AgentError(CometError, RuntimeError):

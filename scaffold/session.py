@@ -603,11 +603,14 @@ class HarnessSession:
             raise SelectionError("no engine of the pool answers:\n" + "\n".join(lines[1:]))
         return EngineReport([e.url for e in live], lines, [said(s) for s in down])
 
-    def open_runner(self, worker: str = "main", live_engines: Sequence[str] | None = None) -> Runner:
+    def open_runner(
+        self, worker: str = "main", live_engines: Sequence[str] | None = None, session_token: str | None = None
+    ) -> Runner:
         """The trial runner of this process, with a new backend whose network policy follows the agent's
         needs; the caller closes ``runner.backend`` when the session ends. With an engine pool the backend
         is bound to *worker*'s engine among *live_engines* (the URLs the controller found answering;
-        None: asked here)."""
+        None: asked here). *session_token*: the same in every process of the session (the docker backend
+        builds a task image that cannot be built once under it); None: this process's own."""
         from scaffold.trial.runner import Runner
 
         tasks, treatments = self.catalogs()
@@ -629,6 +632,7 @@ class HarnessSession:
             say=_say,
             private=(self.experiment().root,),
             confine=agent.install is not None,  # the oracle and nop run the task's own solution, or nothing
+            session_token=session_token,
         )
         return Runner(
             tasks,

@@ -31,6 +31,8 @@ __all__ = [
     "Treatment",
     "TreatmentCatalog",
     "dynamic_treatment",
+    "frontmatter_name",
+    "invocation_name",
     "load_treatments",
     "parse_skill_bases",
     "skill_name_problem",
@@ -78,6 +80,14 @@ class SkillRef:
     """Where the skill came from, as reports name it: the folder given (``--skill-path``, a treatments
     file's ``path``), ``snapshot BASE/SKILL (...)``, or ``task skills (...)``; None: its folder. A label,
     not part of the skill's identity."""
+    install_as: str | None = None
+    """The folder it is installed under when that is not *name*: a task's own skill keeps its folder's
+    name (where its image's ``COPY skills`` lines put it too), while *name* is its SKILL.md's ``name``."""
+
+    @property
+    def folder_name(self) -> str:
+        """The folder of the agent's skills folder it is installed in."""
+        return self.install_as or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,13 +109,52 @@ TASK_SKILLS_PLACEHOLDER = Treatment(TASK_SKILLS, "The task's own skills (environ
 
 
 def task_treatment(skills_dir: Path) -> Treatment:
-    """TASK_SKILLS for one task: every folder of *skills_dir* that holds a SKILL.md, under its own name."""
+    """TASK_SKILLS for one task: every folder of *skills_dir* that holds a SKILL.md, named as the agent
+    invokes it (:func:`invocation_name`) and installed under the folder's own name."""
     found = sorted(p for p in skills_dir.iterdir() if (p / "SKILL.md").is_file()) if skills_dir.is_dir() else []
-    return Treatment(
-        TASK_SKILLS,
-        TASK_SKILLS_PLACEHOLDER.description,
-        tuple(SkillRef(p.name, p.absolute(), source=f"task skills ({p.absolute()})") for p in found),
-    )
+    names = [invocation_name(p) for p in found]
+    refs = []
+    for folder, name in zip(found, names, strict=True):
+        if names.count(name) > 1:  # two SKILL.md files claiming one name: their folders tell them apart
+            name = folder.name
+        refs.append(
+            SkillRef(
+                name,
+                folder.absolute(),
+                source=f"task skills ({folder.absolute()})",
+                install_as=folder.name if name != folder.name else None,
+            )
+        )
+    return Treatment(TASK_SKILLS, TASK_SKILLS_PLACEHOLDER.description, tuple(refs))
+
+
+def invocation_name(folder: Path) -> str:
+    """The name an agent invokes the skill in *folder* by: its SKILL.md's frontmatter ``name`` (Claude
+    Code's ``Skill`` call gives it), else the folder's name: a SKILL.md without one, or with one outside
+    :data:`SKILL_NAME_RULE` (a display name with spaces), goes by its folder's."""
+    name = frontmatter_name(folder / "SKILL.md")
+    return name if name is not None and skill_name_problem(name) is None else folder.name
+
+
+def frontmatter_name(skill_file: Path) -> str | None:
+    """The ``name`` of *skill_file*'s YAML frontmatter (between its first two ``---`` lines), None when it
+    has none, or the file cannot be read or parsed: a skill is still a skill without one."""
+    try:
+        text = skill_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
+    if end is None:
+        return None
+    try:
+        data = load_yaml("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name.strip() if isinstance(name, str) and name.strip() else None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@
 <id>/trials/<task>-<treatment>-r<N>/agent.*.log      what the agent printed
 <id>/trials/<task>-<treatment>-r<N>/validation/      what each validation script printed
 <id>/trials/<task>-<treatment>-r<N>/changes.json     what the agent changed in the workspace
+<id>/trials/<task>-<treatment>-r<N>/build.log        the task image's build log, when it cannot be built
 <id>/trials/<task>-<treatment>-r<N>/transcript.html  the trial as a page a person reads
 <id>/trials/<task>-<treatment>-r<N>/progress.json    while the trial runs: its phase and turn (comet status)
 <id>/trials/<task>-<treatment>-r<N>/attempts/<K>/    an earlier attempt excluded as noise and run again
@@ -29,6 +30,7 @@ from scaffold.experiment.cases import Case
 
 __all__ = [
     "ATTEMPTS_DIR",
+    "BUILD_LOG_FILE",
     "CHANGES_FILE",
     "EXPERIMENT_ID",
     "INSTRUCTION_FILE",
@@ -50,6 +52,8 @@ PROGRESS_FILE = "progress.json"
 """A running trial's phase and turn, rewritten atomically as it goes (comet status reads it)."""
 INSTRUCTION_FILE = "instruction.md"
 """The prompt the agent was given, as rendered for this trial (the transcript shows it)."""
+BUILD_LOG_FILE = "build.log"
+"""The log of a task image that cannot be built (its failing step first, its end when long): build_failed."""
 ATTEMPTS_DIR = "attempts"
 """The earlier attempts of a trial, ``attempts/<K>/`` in its folder (scaffold.trial.runner)."""
 

@@ -11,13 +11,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scaffold.catalog.tasks import Task, TaskCatalog
-from scaffold.catalog.treatments import CONTROL, TreatmentCatalog
+from scaffold.catalog.treatments import CONTROL, TASK_SKILLS, TreatmentCatalog
 from scaffold.errors import Problem, SelectionError
 from scaffold.rubrics.profiles import infer_profile, known_profiles
 
 __all__ = [
     "Broken",
     "Case",
+    "has_own_skills",
     "match_names",
     "parse_list",
     "profile_problems",
@@ -109,6 +110,8 @@ def select_cases(
         message = f"{exc}; treatments files with problems: {unreadable}" if unreadable else str(exc)
         raise SelectionError(message) from None
 
+    if chosen is not None and TASK_SKILLS in chosen:
+        _refuse_task_skills_without_skills(tasks, sorted(task_names))
     out: list[Case | Broken] = []
     if not task_patterns:
         out.extend(Broken(f"{p.file.parent.name}/{p.file.name}", (p,)) for p in (*tasks.general, *treatments.general))
@@ -122,6 +125,8 @@ def select_cases(
                 problems.extend(treatments.broken.get(treatment, ()))
             if chosen is None:  # names given with --treatment were matched already
                 problems.extend(unknown_treatment_problems(task, wanted, treatments))
+                if TASK_SKILLS in wanted and TASK_SKILLS in treatments.treatments and not has_own_skills(task):
+                    problems.append(_no_skills_problem(task))
             if profile is None:
                 problems.extend(profile_problems(task))
         if problems:
@@ -130,6 +135,54 @@ def select_cases(
         for treatment in wanted:
             out.extend(Case(name, treatment, trial) for trial in range(1, count + 1))
     return out
+
+
+def has_own_skills(task: Task) -> bool:
+    """Whether *task* ships skills of its own (``environment/skills/<name>/SKILL.md``): what TASK_SKILLS
+    installs, so without them a TASK_SKILLS trial is a CONTROL trial under another name."""
+    folder = task.skills_dir
+    return folder.is_dir() and any((child / "SKILL.md").is_file() for child in folder.iterdir())
+
+
+def _refuse_task_skills_without_skills(tasks: TaskCatalog, names: Sequence[str]) -> None:
+    """A usage error, before any trial, when ``--treatment`` selects TASK_SKILLS for tasks that have no
+    skills of their own. Refused rather than dropped when only some lack them: a run that quietly left
+    cases out would compare other tasks than were asked for; one that ran them would count CONTROL
+    trials as trials with skills, pulling the measured effect of skills toward zero."""
+    loaded = [tasks.tasks.get(n) or tasks.partial.get(n) for n in names]
+    without = [t.name for t in loaded if t is not None and not has_own_skills(t)]
+    if not without:
+        return
+    with_skills = [t.name for t in loaded if t is not None and t.name not in without]
+    if not with_skills:
+        fix = f"run {'it' if len(without) == 1 else 'them'} under {CONTROL}"
+    elif len(with_skills) <= 10:
+        fix = f"select the tasks that have skills (--task {','.join(with_skills)})"
+    else:
+        fix = "select only the tasks that have skills (--task)"
+    has = "has no skills of its own" if len(without) == 1 else "have no skills of their own"
+    raise SelectionError(
+        f"--treatment selects {TASK_SKILLS}, but {_names(without)} {has} "
+        f"(no environment/skills/<name>/SKILL.md), so {TASK_SKILLS} would run the same trial as "
+        f"{CONTROL} there under another name and count it as a trial with skills, pulling the measured effect of "
+        f"skills toward zero; {fix}, or leave out --treatment to run each task's defaults ({CONTROL}, and "
+        f"{TASK_SKILLS} where the task has skills)"
+    )
+
+
+def _no_skills_problem(task: Task) -> Problem:
+    return Problem(
+        task.root / "task.toml",
+        f"names {TASK_SKILLS}, but the task has no skills of its own (environment/skills/<name>/SKILL.md): "
+        "it would run the same trial as CONTROL under another name",
+        "[metadata] default_treatments",
+        TASK_SKILLS,
+    )
+
+
+def _names(names: Sequence[str], shown: int = 5) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def unknown_treatment_problems(task: Task, names: Sequence[str], treatments: TreatmentCatalog) -> list[Problem]:

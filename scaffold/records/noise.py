@@ -1,11 +1,15 @@
 """Noise classification: is a trial experimental signal (``included``), suspect (``flagged``) or
 environment noise (``excluded``)? The original Comet eval's "去噪口径": excluded trials leave the headline statistics.
+So do the trials a harness or task error left unmeasured (``TASK_ERROR_REASONS``: a task image that cannot
+be built, a CONTROL image holding a skill, a verifier that wrote no reward): excluded too, never counted as
+failures, but not noise, and counted apart from it in the reports' data quality.
 
 Structured signals decide first, in this order, and text is only a fallback:
 
 1. record errors typed as workspace/container failures (``WorkspaceError``, docker SDK errors) and
-   harness timeouts (``TimeoutError``) -> excluded (container failure, runner timeout); a Harbor task's
-   CONTROL image holding a skill (``skill_leak``) or verifier writing no reward (``missing_reward``);
+   harness timeouts (``TimeoutError``) -> excluded (container failure, runner timeout); a task image whose
+   Dockerfile fails at a step (``ImageBuildError``: ``build_failed``), a Harbor task's CONTROL image
+   holding a skill (``skill_leak``) or verifier writing no reward (``missing_reward``);
 2. the trajectory's typed API failures (streams.failures) that ended the run -> excluded (rate
    limited, authentication failure, API timeout, network failure, API error);
 3. timeouts. The agent's time budget is the task's ``environment.timeout_sec``
@@ -38,7 +42,15 @@ from scaffold.trajectory import ApiFailure, Trajectory
 from scaffold.util.plain import plain
 from scaffold.validation.results import ValidationCheck
 
-__all__ = ["EXCLUDED_REASONS", "FLAGGED_REASONS", "RETRYABLE_REASONS", "UNCLASSIFIED", "classify", "retryable"]
+__all__ = [
+    "EXCLUDED_REASONS",
+    "FLAGGED_REASONS",
+    "RETRYABLE_REASONS",
+    "TASK_ERROR_REASONS",
+    "UNCLASSIFIED",
+    "classify",
+    "retryable",
+]
 
 Source = Literal["structured", "text"]
 
@@ -52,14 +64,20 @@ EXCLUDED_REASONS: Final = (
     "api_error",
     "skill_leak",
     "missing_reward",
+    "build_failed",
 )
+TASK_ERROR_REASONS: Final = frozenset({"build_failed", "skill_leak", "missing_reward"})
+"""Excluded reasons that are harness or task errors, not environment noise: the trial could not measure
+anything, and would not on another attempt (the task's image cannot be built, its CONTROL image holds a
+skill, its verifier writes no reward). Excluded from the analysis set like noise, counted apart from it."""
 RETRYABLE_REASONS: Final = frozenset(
     {"rate_limited", "api_timeout", "runner_timeout", "container_failure", "network_failed", "api_error"}
 )
 """Excluded reasons a fresh attempt may well not meet again (``--retry-excluded``): the provider's or the
 network's weather, a container or an engine that broke, the harness's own clock. Never retried:
-``auth_failed`` (the same key is refused again), ``skill_leak`` (the image holds a skill, every time) and
-``missing_reward`` (the task's verifier writes none): retrying them spends budget to learn nothing.
+``auth_failed`` (the same key is refused again), ``skill_leak`` (the image holds a skill, every time),
+``missing_reward`` (the task's verifier writes none) and ``build_failed`` (a step of the task's Dockerfile
+fails, every time): retrying them spends budget to learn nothing.
 ``api_error`` only when the API did not refuse the request itself (:func:`retryable`)."""
 FLAGGED_REASONS: Final = (
     "outer_failure_mentioned",
@@ -77,9 +95,14 @@ _CONTAINER_TYPES: Final = frozenset(
 _ENGINE_CONNECTION_TYPES: Final = frozenset({"ConnectionError", "ChunkedEncodingError", "ProtocolError"})
 """What the Docker SDK raises when the connection to its engine breaks (requests' and urllib3's types):
 with an engine recorded, the engine went away under the trial, whatever the harness was doing then."""
-_HARNESS_TYPES: Final = {"SkillLeakError": "skill_leak", "VerifierError": "missing_reward"}
-"""Harness errors of Harbor-format tasks that say nothing of the agent: a CONTROL image that holds a
-skill (the comparison would be unfair), a verifier that wrote no reward (nothing was measured)."""
+_HARNESS_TYPES: Final = {
+    "SkillLeakError": "skill_leak",
+    "VerifierError": "missing_reward",
+    "ImageBuildError": "build_failed",
+}
+"""Harness or task errors that say nothing of the agent: a CONTROL image that holds a skill (the comparison
+would be unfair), a verifier that wrote no reward (nothing was measured), a task image that cannot be
+built (nothing could run). Decided before the container types: each is a WorkspaceError too."""
 _TIMEOUT_TYPES: Final = frozenset({"TimeoutError", "TimeoutExpired", "Timeout", "ReadTimeout"})
 # A run stopped before this share of its budget was stopped by the harness, not by its own slowness.
 _BUDGET_SHARE: Final = 0.9

@@ -27,6 +27,7 @@ import msgspec
 from scaffold.experiment import TRANSCRIPT_FILE
 from scaffold.experiment.sequential import SequentialVerdict
 from scaffold.records import TrialError
+from scaffold.records.noise import TASK_ERROR_REASONS
 from scaffold.stats import (
     Calibration,
     Estimate,
@@ -311,6 +312,27 @@ class Counts(msgspec.Struct, frozen=True):
     def excluded_share(self) -> float:
         """Excluded / raw trials; NaN without trials."""
         return self.excluded / self.trials if self.trials else math.nan
+
+    @property
+    def task_error_reasons(self) -> dict[str, int]:
+        """The excluded reasons that are harness or task errors (scaffold.records.noise.TASK_ERROR_REASONS:
+        an image that cannot be built, ...), with their trials; shown apart from environment noise."""
+        return {reason: n for reason, n in self.excluded_reasons.items() if reason in TASK_ERROR_REASONS}
+
+    @property
+    def task_errors(self) -> int:
+        """Excluded trials a harness or task error left unmeasured: out of the analysis set, as noise is."""
+        return sum(self.task_error_reasons.values())
+
+    @property
+    def noise(self) -> int:
+        """Excluded trials that are environment or runner noise (excluded minus task errors)."""
+        return self.excluded - self.task_errors
+
+    @property
+    def noise_reasons(self) -> dict[str, int]:
+        """The excluded reasons that are environment or runner noise, with their trials."""
+        return {reason: n for reason, n in self.excluded_reasons.items() if reason not in TASK_ERROR_REASONS}
 
 
 class Retries(msgspec.Struct, frozen=True):

@@ -30,7 +30,7 @@ from markupsafe import escape
 
 from scaffold.agents.streams.timeline import timeline
 from scaffold.errors import RecordError
-from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
+from scaffold.experiment import BUILD_LOG_FILE, CHANGES_FILE, INSTRUCTION_FILE, RECORD_FILE, TRANSCRIPT_FILE
 from scaffold.records import TrialRecord
 from scaffold.records.files import read_record
 from scaffold.reports.transcript import FileText, TrialFolder, TurnStream, render_transcript
@@ -82,7 +82,7 @@ def read_folder(trial_dir: Path, record: TrialRecord) -> TrialFolder:
     instruction = _read(trial_dir, INSTRUCTION_FILE)
     changes, problem = _changes(trial_dir / CHANGES_FILE)
     validation = _validation(trial_dir)
-    files = [name for name in (INSTRUCTION_FILE, CHANGES_FILE) if (trial_dir / name).is_file()]
+    files = [name for name in (INSTRUCTION_FILE, CHANGES_FILE, BUILD_LOG_FILE) if (trial_dir / name).is_file()]
     files += _listed(trial_dir, SIMULATOR_DIR)  # the simulated user's own turns
     return TrialFolder(
         record,

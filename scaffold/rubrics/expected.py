@@ -7,8 +7,10 @@ and by the trial runner, which records its answer (``TrialRecord.expected_skills
 1. the task's ``required_skills`` that the treatment installs (``require_skill_invocation`` makes a miss
    a hard failure);
 2. else, for ``DYNAMIC_SKILL`` (``--skill-path``, ``comet eval``) and ``TASK_SKILLS`` (a Harbor task's
-   own ``environment/skills``, its ``distractor_skills`` left out), the skills the treatment installs:
-   they are the skills under test, and a trial that never used them says something about them. Scored,
+   own ``environment/skills``, each named as the agent invokes it, by its SKILL.md's ``name``:
+   scaffold.catalog.treatments.task_treatment; its ``distractor_skills`` left out), the skills the
+   treatment installs: they are the skills under test, and a trial that never used them says something
+   about them. Scored,
    never a hard failure (the task did not ask for one). ``[evaluation] expect_skills_under_test = false``
    turns this default off for a task (``comet eval``'s ``requiredSkills: []``);
 3. else none: ``skill_invocation`` is N/A (CONTROL, and named treatments of tasks that name no skill).

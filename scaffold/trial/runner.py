@@ -23,8 +23,9 @@ from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
 from scaffold.catalog.tasks import Task, TaskCatalog, render_instruction
 from scaffold.catalog.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog, task_treatment
-from scaffold.errors import CometError, RecordError
+from scaffold.errors import CometError, ImageBuildError, RecordError
 from scaffold.experiment import (
+    BUILD_LOG_FILE,
     CHANGES_FILE,
     INSTRUCTION_FILE,
     PROGRESS_FILE,
@@ -408,6 +409,8 @@ class Runner:
             )
         except CometError as exc:
             errors.append(TrialError(type(exc).__name__, str(exc)))
+            if isinstance(exc, ImageBuildError):  # the image cannot be built: its log is the evidence
+                _keep_build_log(trial_dir, exc)
         except Exception as exc:  # a harness bug must still leave a record saying what happened
             errors.append(TrialError(type(exc).__name__, f"unexpected: {exc!r}"))
         except BaseException:  # Ctrl-C or a stopped worker: no record, so a resume runs it again
@@ -522,7 +525,7 @@ class Runner:
         profile's first: scaffold.rubrics.workflow_setup) and register the workflow guard hook when it ships."""
         traits = self.agent.traits
         for skill in treatment.skills:
-            dest = f"{traits.skills_dir}/{skill.name}"
+            dest = f"{traits.skills_dir}/{skill.folder_name}"
             if not (skill.path / ".comet").exists():
                 workspace.put(skill.path, dest)
                 continue
@@ -562,6 +565,14 @@ def _instruction(
     )
     write_text_atomic(trial_dir / INSTRUCTION_FILE, prompt, durable=False)  # a view for the transcript
     return prompt
+
+
+def _keep_build_log(trial_dir: Path, error: ImageBuildError) -> None:
+    """The log of the image the trial could not be built in, kept in its folder (build.log), the failing
+    step first; bounded by what the error keeps of it (scaffold.workspaces.docker.images.BUILD_LOG_LIMIT)."""
+    head = f"# {error.image}: cannot be built; failing step: {error.step or '(before any step)'}\n"
+    with contextlib.suppress(OSError):  # evidence beside the record, which says the same in short
+        write_text_atomic(trial_dir / BUILD_LOG_FILE, head + error.log, durable=False)
 
 
 def _write_transcript(trial_dir: Path, record: TrialRecord) -> None:

@@ -9,8 +9,9 @@ trial runner began validation with the ``shared`` policy: what the agent started
    (:func:`uv_shim_needed`): this project's machines reach the package registries, not astral.sh;
 3. ``tests/`` goes to ``/tests`` only now, and ``bash /tests/test.sh`` runs from the working directory
    with ``[verifier.env]`` and ``[verifier] timeout_sec``;
-4. the reward: ``/logs/verifier/reward.txt`` first, else ``reward.json``; ``ctrf.json`` tests become
-   named checks. No reward file, or an empty one, after a verifier that ran to its end is a harness
+4. the reward: ``/logs/verifier/reward.txt`` first, else ``reward.json``; the tests of every CTRF
+   report it wrote (``ctrf.json``, and a second one such as ``ctrf_performance.json``) become named
+   checks (:func:`ctrf_checks`). No reward file, or an empty one, after a verifier that ran to its end is a harness
    error (:class:`~scaffold.errors.VerifierError`), never a failure; a verifier that ran out of time
    without a reward is a failed check, as a script of ours would be.
 
@@ -27,12 +28,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from scaffold.catalog.tasks import Task
 from scaffold.errors import VerifierError
 from scaffold.validation.results import CheckStatus, ValidationCheck, ValidationOutcome
 from scaffold.workspaces.base import Workspace
 
-__all__ = ["LOGS_SCRIPT", "UV_DIR", "UV_SETUP", "parse_ctrf", "parse_reward", "uv_shim_needed", "verify"]
+__all__ = [
+    "CTRF_FILE",
+    "LOGS_SCRIPT",
+    "UV_DIR",
+    "UV_SETUP",
+    "ctrf_checks",
+    "is_ctrf_file",
+    "parse_ctrf",
+    "parse_reward",
+    "uv_shim_needed",
+    "verify",
+]
 
 UV_DIR: Final = "/opt/comet-uv"
 """Where the stand-in's ``uv`` and ``uvx`` binaries go in the container."""
@@ -45,7 +59,11 @@ _LOG_LIMIT: Final = 32 * 1024 * 1024
 # it on PATH (``source $HOME/.local/bin/env``). uvx's ``-p/--python VERSION`` names an interpreter that
 # uv would download (python-build-standalone, from GitHub) when the image lacks it: the wrapper keeps
 # the request when such a Python is installed and otherwise uses the image's python3, which is what an
-# offline run can do (the drift is recorded in the verifier's output).
+# offline run can do (the drift is recorded in the verifier's output). The installer's own line,
+# ``curl -LsSf https://astral.sh/uv/0.9.x/install.sh | sh``, would fail offline and end a verifier that
+# runs under ``set -euo pipefail`` (SkillsBench's manufacturing tasks) before it wrote a reward: a
+# ``curl`` in /usr/local/bin (ahead of the real one on PATH; only where the image has none there) answers
+# astral.sh's URL with an installer that does nothing, online too, so the verifier gets one uv either way.
 UV_SETUP: Final = r"""set -e
 bin="$HOME/.local/bin"
 mkdir -p "$bin"
@@ -74,6 +92,30 @@ exec /opt/comet-uv/uv tool run "$@"
 EOF
 chmod +x "$bin/uvx"
 printf '%s\n' 'export PATH="$HOME/.local/bin:$PATH"' > "$bin/env"
+[ -e /usr/local/bin/curl ] ||
+  { mkdir -p /usr/local/bin && cat > /usr/local/bin/curl <<'CURL' && chmod +x /usr/local/bin/curl; } || true
+#!/bin/sh
+# comet-eval's uv stand-in is in place: the astral.sh installer's URL is answered with an installer that
+# does nothing (to stdout, or to -o FILE), so `curl ... | sh` succeeds under `set -o pipefail` too;
+# every other request goes to the real curl.
+out=; prev=
+for a in "$@"; do
+  case "$prev" in -o|--output) out="$a" ;; esac
+  case "$a" in --output=*) out="${a#--output=}" ;; esac
+  prev="$a"
+done
+for a in "$@"; do
+  case "$a" in
+    *astral.sh/uv/*)
+      stub='echo "comet-eval: uv and uvx are the local stand-in (~/.local/bin)"'
+      if [ -n "$out" ] && [ "$out" != - ]; then printf '%s\n' "$stub" > "$out"; else printf '%s\n' "$stub"; fi
+      exit 0 ;;
+  esac
+done
+for c in /usr/bin/curl /bin/curl; do [ -x "$c" ] && exec "$c" "$@"; done
+echo "curl: command not found" >&2
+exit 127
+CURL
 """
 
 
@@ -136,7 +178,7 @@ def verify(
     for name in (".logs.tar", ".logs.stderr", "setup.stdout", "setup.stderr"):
         (out / name).unlink(missing_ok=True)
 
-    checks = parse_ctrf(files.get("ctrf.json"))
+    checks = ctrf_checks(files)
     if result.timed_out and "reward.txt" not in files and "reward.json" not in files:
         checks.append(ValidationCheck("test.sh", "failed", "verifier", f"timed out after {timeout:g}s"))
         return ValidationOutcome(tuple(checks), reward=0.0)
@@ -239,6 +281,37 @@ def _number(text: str) -> float | None:
 
 
 _CTRF_STATUS: Final[dict[str, CheckStatus]] = {"passed": "passed", "failed": "failed"}
+CTRF_FILE: Final = "ctrf.json"
+
+
+def is_ctrf_file(name: str) -> bool:
+    """Whether the verifier's file *name* (relative to ``/logs/verifier``) is a CTRF report to read: a
+    top-level ``*ctrf*.json`` (``ctrf.json``, ``ctrf_performance.json``, ``original-repo-ctrf.json``)."""
+    return "/" not in name and name.endswith(".json") and "ctrf" in name.lower()
+
+
+def ctrf_checks(files: Mapping[str, bytes]) -> list[ValidationCheck]:
+    """The tests of every CTRF report among the verifier's *files* (name -> content) as named checks:
+    ``ctrf.json``'s first, under their own names (source ``ctrf``), then each other report's in name
+    order, named ``<stem>: <test>`` (source ``ctrf:<file>``). The prefix is there whichever files a
+    trial wrote, so a test keeps one name across trials; a name met twice gets `` (2)``, `` (3)``, ...
+    so that every check of a trial has a name of its own."""
+    checks = parse_ctrf(files.get(CTRF_FILE))
+    for name in sorted(n for n in files if is_ctrf_file(n) and n != CTRF_FILE):
+        stem = name.removesuffix(".json")
+        checks += [
+            ValidationCheck(f"{stem}: {c.name}", c.status, f"ctrf:{name}", c.reason) for c in parse_ctrf(files[name])
+        ]
+    used: set[str] = set()
+    unique = []
+    for check in checks:
+        name, n = check.name, 1
+        while name in used:
+            n += 1
+            name = f"{check.name} ({n})"
+        used.add(name)
+        unique.append(check if name == check.name else msgspec.structs.replace(check, name=name))
+    return unique
 
 
 def parse_ctrf(data: bytes | None) -> list[ValidationCheck]:

@@ -31,6 +31,7 @@ def create_backend(
     say: Callable[[str], None] | None = None,
     private: Sequence[Path] = (),
     confine: bool = True,
+    session_token: str | None = None,
 ) -> Backend:
     """The backend *name*, making workspaces under *workspace_root*.
 
@@ -46,6 +47,8 @@ def create_backend(
     reports an engine that dies. *private* (local only): folders the agents must not reach besides the
     workspaces, the experiment's (a container sees none of the host's folders anyway); *confine* (local
     only) False for an agent that runs no program of its own (scaffold.workspaces.confine).
+    *session_token* (docker only): shared by the session's processes; a task image that cannot be built is
+    built once under it (scaffold.workspaces.docker.build_failures).
     """
     # What killed sessions left (workspaces, control folders, agents' HOMEs) goes before this one makes its own.
     sweep_dead(workspace_root)
@@ -65,6 +68,7 @@ def create_backend(
                 image_aliases=image_aliases,
                 engine=engine,
                 image_sources=[default_engine(os.environ), *pool],
+                session_token=session_token,
             )
 
         if not engines:

@@ -63,6 +63,7 @@ from scaffold.workspaces.docker.agent_layer import (
     node_runtime,
 )
 from scaffold.workspaces.docker.base_image import BASE_TAG
+from scaffold.workspaces.docker.build_failures import FailedBuilds
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees
 from scaffold.workspaces.docker.disposal import Disposal
 from scaffold.workspaces.docker.egress import Refusal
@@ -110,7 +111,9 @@ class DockerBackend:
     endpoint served here; ``internet`` is for a provider elsewhere: with *egress* (its ``host:port``
     endpoints) the container goes on that internal network too and reaches those endpoints through the
     egress proxy only (:mod:`.network`); without, it gets the default bridge. *copy*: force copy mode
-    (True) or bind mode (False); None reads ``COMET_DOCKER_COPY``, else asks the engine.
+    (True) or bind mode (False); None reads ``COMET_DOCKER_COPY``, else asks the engine. *session_token*:
+    the token every process of the session shares, under which a task image that cannot be built is
+    built once (:mod:`.build_failures`); None: this process's own.
 
     It is the :class:`~scaffold.workspaces.docker.workspace.ContainerHost` of its workspaces: the public
     members below the contract's line are what a DockerWorkspace asks of it."""
@@ -133,6 +136,7 @@ class DockerBackend:
         engine: Engine | None = None,
         image_sources: Sequence[Engine] = (),
         standby: bool | None = None,
+        session_token: str | None = None,
     ) -> None:
         self.docker_engine = engine or default_engine(os.environ)
         """Where the containers run: one engine of a pool, else the environment's (``DOCKER_HOST``)."""
@@ -159,6 +163,7 @@ class DockerBackend:
             image_aliases={normalise_ref(ref): local for ref, local in (image_aliases or {}).items()},
             image_sources=image_sources,
             agent_key=agent_install.key if agent_install else "none",
+            failed=FailedBuilds(session_token or self.session.id),
         )
         self.networking = AgentNetworking(
             self.client,

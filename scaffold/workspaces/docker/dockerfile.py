@@ -7,8 +7,16 @@ read and copy the build context. Three rewrites, each leaving the rest byte for 
   that ``--image-alias`` maps is replaced by its local stand-in, for engines that cannot pull;
 * **without skills** (every treatment but the task's own skills): each ``COPY``/``ADD`` of the context's
   ``skills`` folder (``skills``, ``./skills``, ``skills/x``) or of another folder holding a SKILL.md is
-  commented out with a note; a line that copies other sources too keeps those. The build context
+  commented out with a note; a line that copies other sources too keeps those. A source with wildcards
+  (``COPY skill[s] /tmp/skills_src/``) is matched against the context as Go's ``filepath.Match`` does for
+  the builder: one whose every match lies in those folders is a skill source too. The build context
   handed to the engine is a copy without those folders, so a ``COPY . /app`` cannot bring them either;
+* **BuildKit's empty-wildcard rule**: Harbor builds with BuildKit, whose frontend copies nothing for a
+  wildcard source that matches nothing (when the folder before its first wildcard exists), where the
+  classic builder, the only one the Docker API offers us, stops with "no source files were specified"
+  when no source of the line matches. A COPY/ADD whose every source is such a wildcard (the optional
+  ``COPY skill[s]/ skills/`` idiom, or a skills glob once the skills are left out) is commented out with a
+  note, so both builders make the same image;
 * **the host's CA bundle** (:mod:`.host_trust`): copied into the context, and after every ``FROM`` two
   lines put it at ``HOST_CA_PATH`` and point pip, requests, curl, uv, openssl, git and node at it.
 
@@ -23,7 +31,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +42,7 @@ __all__ = [
     "CA_CONTEXT_NAME",
     "SKILL_FILE",
     "Rewrite",
+    "context_entries",
     "make_context",
     "rewrite_dockerfile",
     "skill_folders",
@@ -43,6 +52,9 @@ SKILL_FILE = "SKILL.md"
 CA_CONTEXT_NAME = ".comet-eval-host-ca.pem"
 """The host's CA bundle in the build context (a name no task uses; excepted from its .dockerignore)."""
 _NOTE = "# comet-eval, without the environment's skills:"
+_EMPTY_NOTE = "# comet-eval, no source matches in the context (BuildKit copies nothing; the classic builder stops):"
+_WILDCARD = frozenset("*?[\\")
+"""What makes a COPY source a pattern for the builder (Go's filepath.Match, with its escape character)."""
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _HEREDOC = re.compile(r"<<-?\s*[\"']?([A-Za-z_][A-Za-z0-9_]*)[\"']?")
 
@@ -59,6 +71,9 @@ class Rewrite:
     """(the image as written, its local stand-in) for each FROM that was mapped."""
     neutralised: tuple[str, ...] = ()
     """The COPY/ADD instructions left out (or cut down) without skills, as written."""
+    emptied: tuple[str, ...] = ()
+    """The COPY/ADD instructions left out because no source of theirs matches anything (BuildKit's
+    empty-wildcard rule), as written; only with the context's entries given."""
 
 
 @dataclass(slots=True)
@@ -75,10 +90,13 @@ def rewrite_dockerfile(
     skill_dirs: Sequence[str] = ("skills",),
     ca_file: str | None = None,
     build_args: Mapping[str, str] | None = None,
+    context: Collection[str] | None = None,
 ) -> Rewrite:
     """*text* with the rewrites of the module docstring. *skill_dirs*: context-relative folders (or files)
     left out without skills; *ca_file*: the bundle's name in the context (None: no CA lines);
-    *build_args*: values given to the build, for ``FROM $ARG`` (before the ARG lines' defaults)."""
+    *build_args*: values given to the build, for ``FROM $ARG`` (before the ARG lines' defaults);
+    *context*: every entry of the build context as the engine gets it, skills included
+    (:func:`context_entries`), to match wildcard sources against; None: wildcards are left as written."""
     aliases = aliases or {}
     escape = _escape_char(text)
     blocks = _blocks(text, escape)
@@ -87,9 +105,11 @@ def rewrite_dockerfile(
     bases: list[str] = []
     aliased: list[tuple[str, str]] = []
     neutralised: list[str] = []
+    emptied: list[str] = []
     out: list[str] = []
     seen_from = False
-    drop = [_clean(d) for d in skill_dirs if _clean(d)]
+    drop = [_clean(d) for d in skill_dirs if _clean(d)] if without_skills else []
+    sources = _Sources(drop, context)
     for block in blocks:
         words = block.instruction.split()
         keyword = words[0].upper() if words else ""
@@ -110,11 +130,12 @@ def rewrite_dockerfile(
                 env = " ".join(f"{k}={v}" for k, v in ca_environment().items())
                 out.append(f"ENV {env}\n")
             continue
-        if without_skills and keyword in ("COPY", "ADD") and drop:
-            kept = _without_skill_sources(block.instruction, drop)
-            if kept is not None:
-                neutralised.append(block.instruction)
-                out.append(_NOTE + "\n")
+        if keyword in ("COPY", "ADD") and sources.active:
+            cut = _cut_sources(block.instruction, sources)
+            if cut is not None:
+                kept, skills = cut
+                (neutralised if skills else emptied).append(block.instruction)
+                out.append((_NOTE if skills else _EMPTY_NOTE) + "\n")
                 out.extend(f"# {line.rstrip(chr(10))}\n" for line in block.lines)
                 if kept:
                     out.append(kept + "\n")
@@ -123,7 +144,7 @@ def rewrite_dockerfile(
     # A last line without its newline, followed by lines of ours, gets one.
     last = len(out) - 1
     result = "".join(c if c.endswith("\n") or i == last else c + "\n" for i, c in enumerate(out))
-    return Rewrite(result, tuple(bases), tuple(aliased), tuple(neutralised))
+    return Rewrite(result, tuple(bases), tuple(aliased), tuple(neutralised), tuple(emptied))
 
 
 def _escape_char(text: str) -> str:
@@ -233,14 +254,128 @@ def _clean(path: str) -> str:
     return "/".join(parts)
 
 
+def _clean_pattern(source: str) -> str:
+    """A COPY source as a context-relative pattern: as :func:`_clean`, but a backslash stays the escape
+    character it is for the builder."""
+    return "/".join(p for p in PurePosixPath(source).parts if p not in (".", "/"))
+
+
 def _is_skill_source(source: str, drop: Sequence[str]) -> bool:
     clean = _clean(source)
     return any(clean == d or clean.startswith(d + "/") for d in drop)
 
 
-def _without_skill_sources(instruction: str, drop: Sequence[str]) -> str | None:
-    """A COPY/ADD without its skill sources: None when it has none, "" when nothing is left, else the
-    cut-down instruction. ``--from`` copies from a stage or an image, not the context: left alone."""
+def _go_pattern(pattern: str) -> re.Pattern[str] | None:
+    """Go's ``filepath.Match`` *pattern* (what the builders match COPY sources with) as a regular expression
+    over a whole context-relative path: ``*`` and ``?`` stop at ``/``, ``[^...]`` negates, ``\\`` escapes.
+    None for a pattern Go refuses (ErrBadPattern), which is then left as written."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+
+    def char(at: int) -> tuple[str, int] | None:  # one character of a class: escaped, never a bare - or ]
+        if at >= n or pattern[at] in "-]":
+            return None
+        if pattern[at] == "\\":
+            at += 1
+            if at >= n:
+                return None
+        return pattern[at], at + 1
+
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "\\":
+            if i + 1 >= n:
+                return None
+            i += 1
+            out.append(re.escape(pattern[i]))
+        elif c == "[":
+            i += 1
+            negated = i < n and pattern[i] == "^"
+            i += negated
+            ranges: list[str] = []
+            while i >= n or pattern[i] != "]" or not ranges:
+                lo = char(i)
+                if lo is None:
+                    return None
+                low, i = lo
+                high = low
+                if i < n and pattern[i] == "-":
+                    hi = char(i + 1)
+                    if hi is None:
+                        return None
+                    high, i = hi
+                ranges.append(re.escape(low) if low == high else f"{re.escape(low)}-{re.escape(high)}")
+            out.append(("[^" if negated else "[") + "".join(ranges) + "]")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    try:
+        return re.compile("".join(out) + r"\Z", re.DOTALL)
+    except re.error:  # a range whose ends are in the wrong order
+        return None
+
+
+class _Sources:
+    """What a COPY/ADD source reaches in the build context: the skill folders left out (*drop*) and, when
+    the context's entries are known, what a wildcard matches there before and after they are left out."""
+
+    def __init__(self, drop: Sequence[str], entries: Collection[str] | None) -> None:
+        self.drop = drop
+        self.entries = entries
+        self.kept = None if entries is None else frozenset(e for e in entries if not _is_skill_source(e, drop))
+        self.active = bool(drop) or entries is not None
+
+    def skill(self, source: str) -> bool:
+        """A source that copies only what is left out without skills: inside a skill folder as written, or
+        a wildcard whose every match in the context is."""
+        if not self.drop:
+            return False
+        if _is_skill_source(source, self.drop):
+            return True
+        matches = self._matches(source, self.entries)
+        return bool(matches) and all(_is_skill_source(m, self.drop) for m in matches or ())
+
+    def empty(self, source: str) -> bool:
+        """A wildcard that matches nothing in the context the engine gets, under a folder that is there:
+        BuildKit copies nothing for it (where it would fail for a folder that is missing)."""
+        if self.kept is None or self._matches(source, self.kept) != []:
+            return False
+        parts = _clean_pattern(source).split("/")
+        fixed = "/".join(parts[: next(i for i, p in enumerate(parts) if _WILDCARD & set(p))])
+        return not fixed or fixed in self.kept
+
+    def _matches(self, source: str, entries: Collection[str] | None) -> list[str] | None:
+        """What the wildcard *source* matches among *entries*; None when it is no wildcard (or one left as
+        written: a variable, a URL, a pattern Go refuses) or the entries are unknown."""
+        clean = _clean_pattern(source)
+        if entries is None or not _WILDCARD & set(clean) or "$" in clean or "://" in source:
+            return None
+        pattern = _go_pattern(clean)
+        if pattern is None:
+            return None
+        return [e for e in entries if pattern.match(e)]
+
+
+def _json_form(body: str) -> list[str] | None:
+    """The arguments of an instruction in JSON form (``["a b", "/d/"]``), as Docker reads it: a JSON array of
+    strings; None when *body* is not one (the shell form)."""
+    if not body.startswith("["):
+        return None
+    try:
+        parsed = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    return list(parsed) if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed) else None
+
+
+def _cut_sources(instruction: str, sources: _Sources) -> tuple[str, bool] | None:
+    """A COPY/ADD without its skill sources, and without every source when none of them would match
+    anything: None when unchanged, else (the cut-down instruction, "" when nothing is left; whether skill
+    sources went). ``--from`` copies from a stage or an image, not the context: left alone."""
     keyword, _, rest = instruction.strip().partition(" ")
     words = rest.split()
     flags: list[str] = []
@@ -250,28 +385,23 @@ def _without_skill_sources(instruction: str, drop: Sequence[str]) -> str | None:
             break
     if any(f.startswith("--from") for f in flags):
         return None
-    body = " ".join(words)
-    as_json = body.startswith("[")
-    if as_json:
-        try:
-            parsed = json.loads(body)
-        except json.JSONDecodeError:
-            return None
-        if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
-            return None
-        items = list(parsed)
-    else:
+    items = _json_form(" ".join(words))
+    as_json = items is not None
+    if items is None:  # the shell form: also a first source that starts with "[" but is no JSON (skill[s])
         items = words
     if len(items) < 2:
         return None
-    sources, dest = items[:-1], items[-1]
-    kept = [s for s in sources if not _is_skill_source(s, drop)]
-    if len(kept) == len(sources):
+    written, dest = items[:-1], items[-1]
+    kept = [s for s in written if not sources.skill(s)]
+    skills = len(kept) < len(written)
+    if kept and all(sources.empty(s) for s in kept):
+        kept = []
+    if len(kept) == len(written):
         return None
     if not kept:
-        return ""
+        return "", skills
     args = json.dumps([*kept, dest]) if as_json else " ".join([*kept, dest])
-    return " ".join([keyword, *flags, args])
+    return " ".join([keyword, *flags, args]), skills
 
 
 def skill_folders(context: Path) -> list[str]:
@@ -290,6 +420,19 @@ def skill_folders(context: Path) -> list[str]:
                 dirnames[:] = []
     outer = sorted(found)
     return [d for d in outer if not any(d != o and d.startswith(o + "/") for o in outer)]
+
+
+def context_entries(context: Path) -> frozenset[str]:
+    """Every file and folder of *context* the engine gets (its .dockerignore applied, as the Docker SDK does
+    when it makes the context's archive), relative to it, ``/``-separated: what COPY sources match."""
+    from docker.utils.build import exclude_paths
+
+    ignore = context / ".dockerignore"
+    patterns: list[str] = []
+    if ignore.is_file():
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        patterns = [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+    return frozenset(p.replace(os.sep, "/") for p in exclude_paths(str(context), patterns))
 
 
 def make_context(source: Path, dest: Path, *, drop: Sequence[str] = (), ca_bundle: Path | None = None) -> None:

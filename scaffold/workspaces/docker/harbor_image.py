@@ -6,6 +6,10 @@ tag, ``comet-eval/task-<name>-without-skills:<hash>``, so CONTROL and the skills
 hash covers the build context as handed to the engine (filtered, with the CA bundle), the rewritten
 Dockerfile (so an alias change rebuilds) and the ids of the images it starts from (a rebuilt
 ``comet-eval/base:trixie`` rebuilds). The agent is not part of it: agents are mounted, not built in.
+Wildcard COPY sources are matched against the context's entries (:func:`.dockerfile.context_entries`).
+
+A build that fails at a step of the Dockerfile is remembered for the session (:mod:`.build_failures`):
+the other trials of the same image fail at once with its error.
 
 A ``FROM`` image missing from the engine and not aliased is pulled when the engine can; otherwise the
 error names the image and the fix (``--image-alias``, ``comet images build-base``). A ``without_skills``
@@ -26,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.catalog.tasks import Task
-from scaffold.errors import WorkspaceError
+from scaffold.errors import ImageBuildError, WorkspaceError
+from scaffold.workspaces.docker.build_failures import FailedBuilds
 from scaffold.workspaces.docker.dockerfile import (
     CA_CONTEXT_NAME,
     Rewrite,
+    context_entries,
     make_context,
     rewrite_dockerfile,
     skill_folders,
@@ -83,6 +89,7 @@ def plan_build(task: Task, *, aliases: Mapping[str, str], base_image: str) -> Ha
         skill_dirs=("skills", *drop),
         ca_file=CA_CONTEXT_NAME if ca is not None else None,
         build_args={"BASE_IMAGE": base_image},
+        context=context_entries(task.environment_dir),
     )
     return HarborBuild(rewrite, drop, ca, "BASE_IMAGE" in text)
 
@@ -104,9 +111,11 @@ def harbor_image(
     build_timeout: float,
     engine: Engine | None = None,
     fetch: Callable[[str], bool] | None = None,
+    failed: FailedBuilds | None = None,
 ) -> str:
     """The image a trial of Harbor-format *task* runs in: the prebuilt ``docker_image`` when the engine
-    has it (through the aliases too; never pulled), else the Dockerfile built (once per content)."""
+    has it (through the aliases too; never pulled), else the Dockerfile built (once per content). *failed*:
+    the session's builds that failed, not tried again (ImageBuildError at once)."""
     assert task.harbor is not None
     prebuilt = task.harbor.docker_image
     if prebuilt:
@@ -127,23 +136,31 @@ def harbor_image(
         safe = safe_name(tag.replace("/", "_").replace(":", "_"))
         with engine_lock(engine, f"image-{safe}"):
             if image_id(client, tag) is None:
-                args = proxy_build_args()
-                if build.uses_base_arg:
-                    args["BASE_IMAGE"] = base_image
-                timeout = task.harbor.build_timeout_sec or build_timeout
-                try:
-                    build_image(
-                        context=folder / "context",
-                        dockerfile=folder / "Dockerfile",
-                        tag=tag,
-                        buildargs=args,
-                        labels={**OWNER, f"{LABEL}.task": task.name},
-                        timeout=timeout,
-                        log_path=state_dir() / "builds" / f"{safe}.log",
-                        engine=engine,
-                    )
-                except WorkspaceError as exc:
-                    raise WorkspaceError(f"task {task.name}: {exc}") from None
+                known = failed.known(tag) if failed is not None else None
+                if known is None:
+                    args = proxy_build_args()
+                    if build.uses_base_arg:
+                        args["BASE_IMAGE"] = base_image
+                    timeout = task.harbor.build_timeout_sec or build_timeout
+                    try:
+                        build_image(
+                            context=folder / "context",
+                            dockerfile=folder / "Dockerfile",
+                            tag=tag,
+                            buildargs=args,
+                            labels={**OWNER, f"{LABEL}.task": task.name},
+                            timeout=timeout,
+                            log_path=state_dir() / "builds" / f"{safe}.log",
+                            engine=engine,
+                        )
+                    except ImageBuildError as exc:
+                        known = exc
+                        if failed is not None:
+                            failed.remember(exc)
+                    except WorkspaceError as exc:
+                        raise WorkspaceError(f"task {task.name}: {exc}") from None
+                if known is not None:
+                    raise known.prefixed(f"task {task.name}: ") from None
     return tag
 
 

@@ -3,6 +3,12 @@
 An image is tagged by a hash of everything that goes into it, so a changed file rebuilds and an
 unchanged task reuses the image. Builds have a time limit and keep their log in a file whose tail is
 part of every build error.
+
+A build that fails is one of two things (:func:`deterministic`): the builder ran the Dockerfile and a
+step failed (a RUN that exited non-zero, a COPY without a source, an instruction it does not know):
+:class:`~scaffold.errors.ImageBuildError`, the same every time; or the engine or the network failed
+under it (the daemon went away, a layer could not be written, the FROM image could not be pulled, the
+time ran out): a plain WorkspaceError, which another attempt may not meet.
 """
 
 from __future__ import annotations
@@ -14,16 +20,26 @@ import socket
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
-from scaffold.errors import WorkspaceError
+from scaffold.errors import ImageBuildError, WorkspaceError
 from scaffold.util.hashing import hash_json, hash_tree
 from scaffold.util.process_result import tail
 from scaffold.workspaces.engines import Engine
 
-__all__ = ["DEFAULT_BUILD_TIMEOUT_S", "build_image", "copy_image", "task_image_tag"]
+__all__ = ["BUILD_LOG_LIMIT", "DEFAULT_BUILD_TIMEOUT_S", "build_image", "copy_image", "deterministic", "task_image_tag"]
 
 DEFAULT_BUILD_TIMEOUT_S = 900.0
+BUILD_LOG_LIMIT = 64 * 1024
+"""What an ImageBuildError keeps of its build log (its end): a failing step's output is near the end, and
+a trial folder keeps it (build.log), once per trial, so a build that prints megabytes is not copied whole."""
+_STEP = re.compile(r"^Step \d+/\d+ : (.*\S)", re.MULTILINE)
+# The classic builder's fixed wordings for a failure of the engine's own machinery under a step: the
+# daemon's storage, its runtime, its connection. Not the Dockerfile's doing; another attempt may pass.
+_ENGINE_TROUBLE = re.compile(
+    r"(?i)no space left on device|OCI runtime|failed to register layer|input/output error|connection reset by peer"
+    r"|unexpected EOF|cannot connect to the docker daemon|error creating overlay mount|read-only file system"
+)
 
 
 def task_image_tag(name: str, environment_dir: Path, dockerfile: Path, extra: Mapping[str, str]) -> str:
@@ -63,6 +79,8 @@ def build_image(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     api = _cancellable_api(engine)
     errors: list[str] = []
+    details: list[Mapping[str, Any]] = []
+    steps: list[str] = []
     crashed: list[BaseException] = []
 
     def stream(out: IO[str]) -> None:
@@ -80,8 +98,11 @@ def build_image(
             )
             for chunk in chunks:
                 text = chunk.get("stream") or chunk.get("status") or ""
+                steps.extend(_STEP.findall(chunk.get("stream") or ""))
                 if "error" in chunk:
                     errors.append(str(chunk["error"]).strip())
+                    detail = chunk.get("errorDetail")
+                    details.append(detail if isinstance(detail, dict) else {})
                     text = f"ERROR: {chunk['error']}\n"
                 if text:
                     out.write(text if text.endswith("\n") or "stream" in chunk else text + "\n")
@@ -107,12 +128,49 @@ def build_image(
                 f"building the image {tag} took longer than {timeout:g}s and was cancelled; "
                 f"log {log_path}:\n{tail(log_path, 3000)}"
             )
+        if crashed:
+            out.write(f"ERROR: {crashed[0]}\n")
     api.close()
     if crashed:
-        raise WorkspaceError(f"building the image {tag} failed: {crashed[0]}; log {log_path}:\n{tail(log_path, 3000)}")
+        refused = _refused(crashed[0])  # the engine read the Dockerfile and refused it: a parse error
+        _failed(tag, "", refused or str(crashed[0]), log_path, deterministic=refused is not None)
     if errors:
-        raise WorkspaceError(f"building the image {tag} failed: {errors[-1]}; log {log_path}:\n{tail(log_path, 3000)}")
+        step = steps[-1] if steps else ""
+        _failed(tag, step, errors[-1], log_path, deterministic=deterministic(step, errors[-1], details[-1]))
     return tag
+
+
+def deterministic(step: str, error: str, detail: Mapping[str, Any]) -> bool:
+    """Whether a build that stopped with *error* at *step* (``RUN exit 3``; "" before any step) failed
+    for what the Dockerfile says, and would fail the same way again: a step other than FROM failed (with
+    *detail*'s ``code``, a RUN that exited non-zero), and not for a failure of the engine's own machinery
+    (its storage, its runtime). A FROM that fails could not get its image: the registry or the network."""
+    if _ENGINE_TROUBLE.search(error):
+        return False
+    if isinstance(detail.get("code"), int):
+        return True
+    keyword = step.split(maxsplit=1)[0].upper() if step else ""
+    return keyword not in ("", "FROM")
+
+
+def _refused(exc: BaseException) -> str | None:
+    """The engine's words when it refused the build request itself (HTTP 400: the Dockerfile does not
+    parse, an unknown instruction); None for anything else (the engine unreachable, a broken connection)."""
+    from docker.errors import APIError
+
+    if isinstance(exc, APIError) and exc.status_code == 400:
+        return str(exc.explanation or exc).strip()
+    return None
+
+
+def _failed(tag: str, step: str, error: str, log_path: Path, *, deterministic: bool) -> NoReturn:
+    """Raise the error of *tag*'s build, which stopped with *error* at *step*: an ImageBuildError when it
+    failed for what its Dockerfile says (*deterministic*), else a WorkspaceError."""
+    at = f" at `{step}`" if step else ""
+    message = f"building the image {tag} failed{at}: {error}; log {log_path}:\n{tail(log_path, 3000)}"
+    if deterministic:
+        raise ImageBuildError(message, image=tag, step=step, log=tail(log_path, BUILD_LOG_LIMIT))
+    raise WorkspaceError(message)
 
 
 def _cancellable_api(engine: Engine | None) -> Any:

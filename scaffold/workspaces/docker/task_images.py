@@ -9,9 +9,12 @@ Two kinds of task, one way in (:meth:`TaskImages.prepare`):
   makes it (its prebuilt ``docker_image``, else its Dockerfile rewritten and built); a variant without the
   environment's skills is searched for any SKILL.md that got in another way.
 
-A build that failed (or a skill that leaked) is remembered: every later trial of the task fails at once
-with the same error instead of after another build. This module lives beside :mod:`.images` rather than
-in it because it builds on :mod:`.harbor_image`, which itself builds on :mod:`.images`.
+A build that failed at a step of its Dockerfile (or a skill that leaked) is remembered: every later trial
+of the task fails at once with the same error instead of after another build, in this process and (the
+build, :mod:`.build_failures`) in the session's other processes. A build the engine or the network broke
+is not: the next trial (or ``--retry-excluded``'s next attempt) builds again. This module lives beside
+:mod:`.images` rather than in it because it builds on :mod:`.harbor_image`, which itself builds on
+:mod:`.images`.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.catalog.tasks import HarborSettings, Task
-from scaffold.errors import SkillLeakError, WorkspaceError
+from scaffold.errors import ImageBuildError, SkillLeakError, WorkspaceError
+from scaffold.workspaces.docker.build_failures import FailedBuilds
 from scaffold.workspaces.docker.engine import connect, engine_lock, image_id, state_dir
 from scaffold.workspaces.docker.harbor_image import (
     WITHOUT_SKILLS,
@@ -57,7 +61,8 @@ def _variant(task: Task) -> str:
 class TaskImages:
     """The task images of one engine for one backend: *base_image* is what ``FROM ${BASE_IMAGE}`` names,
     *image_aliases* (normalised keys) map the images Harbor-format Dockerfiles name to local ones,
-    *image_sources* are engines to copy a missing image from, *agent_key* is part of our tasks' tags."""
+    *image_sources* are engines to copy a missing image from, *agent_key* is part of our tasks' tags,
+    *failed* the session's builds that failed (:mod:`.build_failures`)."""
 
     def __init__(
         self,
@@ -69,6 +74,7 @@ class TaskImages:
         image_aliases: Mapping[str, str],
         image_sources: Sequence[Engine],
         agent_key: str,
+        failed: FailedBuilds,
     ) -> None:
         self._client = client
         self._engine = engine
@@ -77,8 +83,9 @@ class TaskImages:
         self.image_aliases = dict(image_aliases)
         self.image_sources = tuple(image_sources)
         self._agent_key = agent_key
+        self._builds = failed
         self._images: dict[str, PreparedImage] = {}  # by _variant(task)
-        self._failed: dict[str, WorkspaceError] = {}
+        self._failed: dict[str, WorkspaceError] = {}  # by _variant(task): what fails the same way every time
         self._skills_found: dict[str, tuple[str, ...]] = {}  # image id -> its SKILL.md files
 
     def prepare(self, task: Task) -> PreparedImage:
@@ -89,8 +96,8 @@ class TaskImages:
         if key not in self._images:
             try:
                 self._images[key] = self._task_image(task)
-            except WorkspaceError as exc:
-                self._failed[key] = exc
+            except (ImageBuildError, SkillLeakError) as exc:
+                self._failed[key] = exc  # an engine that failed under a build is not: it may be back
                 raise
         return self._images[key]
 
@@ -171,6 +178,7 @@ class TaskImages:
                 build_timeout=self.build_timeout,
                 engine=self._engine,
                 fetch=self.fetch_image,
+                failed=self._builds,
             )
             if task.without_skills:
                 self._check_no_skills(tag)
@@ -180,26 +188,36 @@ class TaskImages:
         safe = tag.replace("/", "_").replace(":", "_")
         with engine_lock(self._engine, f"image-{safe}"):
             if image_id(self._client, tag) is None:
-                log_path = state_dir() / "builds" / f"{safe}.log"
-                try:
-                    build_image(
-                        context=task.environment_dir,
-                        dockerfile=self._dockerfile(task),
-                        tag=tag,
-                        buildargs={"BASE_IMAGE": self.base_image},
-                        labels={**OWNER, f"{LABEL}.task": task.name},
-                        timeout=self.build_timeout,
-                        log_path=log_path,
-                        engine=self._engine,
-                    )
-                except WorkspaceError as exc:
-                    hint = ""
-                    if image_id(self._client, self.base_image) is None:
-                        hint = (
-                            f"\n(the base image {self.base_image} is missing: build it with `comet images build-base`)"
-                        )
-                    raise WorkspaceError(f"task {task.name}: {exc}{hint}") from None
+                known = self._builds.known(tag)
+                if known is None:
+                    known = self._build(task, tag, state_dir() / "builds" / f"{safe}.log")
+                if known is not None:
+                    raise known.prefixed(f"task {task.name}: ") from None
         return self._image_config(tag)
+
+    def _build(self, task: Task, tag: str, log_path: Path) -> ImageBuildError | None:
+        """Build our *task*'s image *tag*; the ImageBuildError when a step failed (remembered for the
+        session), None when it was built; a WorkspaceError when the engine failed under it."""
+        try:
+            build_image(
+                context=task.environment_dir,
+                dockerfile=self._dockerfile(task),
+                tag=tag,
+                buildargs={"BASE_IMAGE": self.base_image},
+                labels={**OWNER, f"{LABEL}.task": task.name},
+                timeout=self.build_timeout,
+                log_path=log_path,
+                engine=self._engine,
+            )
+        except ImageBuildError as exc:
+            self._builds.remember(exc)
+            return exc
+        except WorkspaceError as exc:
+            hint = ""
+            if image_id(self._client, self.base_image) is None:
+                hint = f"\n(the base image {self.base_image} is missing: build it with `comet images build-base`)"
+            raise WorkspaceError(f"task {task.name}: {exc}{hint}") from None
+        return None
 
     def _image_config(self, tag: str) -> PreparedImage:
         config = self._client.images.get(tag).attrs.get("Config") or {}

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from scaffold.catalog.harbor import harbor_marker, parse_memory
 from scaffold.catalog.tasks import TASK_FILE, load_catalog, load_task
 from scaffold.catalog.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog
-from scaffold.errors import Problem, TaskError
-from scaffold.experiment.cases import select_cases
+from scaffold.errors import Problem, SelectionError, TaskError
+from scaffold.experiment.cases import Broken, select_cases
 from scaffold.rubrics.profiles import resolve_profile
 from tests.scaffold.catalog.test_loader_properties import toml_string, toml_value
 from tests.support.factories import TaskFactory
@@ -357,6 +357,45 @@ def test_harbor_cases_run_control_and_task_skills(tmp_path: Path) -> None:
     items = select_cases(catalog, treatments)
 
     assert [i.id for i in items] == ["plain-CONTROL-r1", "with-skills-CONTROL-r1", "with-skills-TASK_SKILLS-r1"]
+
+
+def test_task_skills_on_a_task_without_skills_is_refused_before_any_trial(tmp_path: Path) -> None:
+    harbor_task(tmp_path, "with-skills", skills=("helper",))
+    harbor_task(tmp_path, "plain")
+    harbor_task(tmp_path, "also-plain")
+    catalog = load_catalog([tmp_path])
+    treatments = TreatmentCatalog(treatments={n: Treatment(n) for n in (CONTROL, TASK_SKILLS)}, broken={})
+
+    # Some with skills, some without: refused naming those without, and the selection that would run.
+    with pytest.raises(SelectionError) as mixed:
+        select_cases(catalog, treatments, treatment_patterns=[CONTROL, TASK_SKILLS])
+    message = str(mixed.value)
+    assert message.startswith("--treatment selects TASK_SKILLS, but also-plain, plain have no skills of their own")
+    assert "the same trial as CONTROL there under another name" in message
+    assert "--task with-skills" in message
+    # A pattern selects it too.
+    with pytest.raises(SelectionError, match="also-plain, plain have no skills"):
+        select_cases(catalog, treatments, treatment_patterns=["*"])
+    # None with skills.
+    with pytest.raises(SelectionError, match=r"but plain has no skills of its own .* run it under CONTROL"):
+        select_cases(catalog, treatments, task_patterns=["plain"], treatment_patterns=[TASK_SKILLS])
+    # The tasks that have skills run it; without --treatment every task runs its own defaults.
+    items = select_cases(catalog, treatments, task_patterns=["with-skills"], treatment_patterns=[TASK_SKILLS])
+    assert [i.id for i in items] == ["with-skills-TASK_SKILLS-r1"]
+    assert len(select_cases(catalog, treatments)) == 4
+
+
+def test_a_task_whose_defaults_name_task_skills_without_skills_is_broken(factory: TaskFactory) -> None:
+    factory.task("ours", metadata={"default_treatments": [CONTROL, TASK_SKILLS]})
+    catalog = load_catalog([factory.tasks_dir])
+    treatments = TreatmentCatalog(treatments={n: Treatment(n) for n in (CONTROL, TASK_SKILLS)}, broken={})
+
+    (item,) = select_cases(catalog, treatments)
+
+    assert isinstance(item, Broken)
+    (problem,) = item.problems
+    assert problem.key == "[metadata] default_treatments" and problem.value == TASK_SKILLS
+    assert "has no skills of its own" in problem.message
 
 
 def test_marker_detection() -> None:

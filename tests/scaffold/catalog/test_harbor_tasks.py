@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,65 @@ def test_a_harbor_task_needs_the_docker_backend(tmp_path: Path) -> None:
     result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 4, result.stdout + result.stderr
     assert "Harbor-format tasks" in result.stderr and "--backend docker" in result.stderr
+
+
+def test_a_task_image_that_cannot_be_built_is_built_once_and_reported_as_build_failed(
+    tmp_path: Path, docker_base_image: str, docker_client: Any
+) -> None:
+    """A Dockerfile step that fails every time: each trial is a task error (``build_failed``), never noise
+    and never retried, with its build log in its folder; two xdist workers build the image once."""
+    probe = uuid.uuid4().hex
+    task = tmp_path / "tasks" / "unbuildable"
+    for sub in ("environment", "tests", "solution"):
+        (task / sub).mkdir(parents=True)
+    (task / "task.toml").write_text('version = "1.0"\n[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 30\n')
+    (task / "instruction.md").write_text("Nothing to do.\n")
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    (task / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    # The label makes the layer before the failing RUN this test's own: each build attempt starts one
+    # container from it, which the engine's events show.
+    (task / "environment" / "Dockerfile").write_text(
+        f"FROM {docker_base_image}\nLABEL comet-eval-test.probe={probe}\nRUN echo build-marker-{probe} && exit 3\n"
+    )
+    since = int(time.time()) - 1
+    result, experiment = _suite(
+        tmp_path / "run", "--count=3", "-n", "2", "--html", "--experiment-id=unbuildable", tasks=tmp_path / "tasks"
+    )
+    until = int(time.time()) + 1
+    output = result.stdout + result.stderr
+    records = _records(experiment)
+    assert len(records) == 3, output
+    for name, record in records.items():
+        assert record["verdict"] == "error", (name, output[-3000:])
+        assert [e["type"] for e in record["errors"]] == ["ImageBuildError"], record["errors"]
+        assert "failed at `RUN echo build-marker-" in record["errors"][0]["message"]
+        assert (record["noise"]["category"], record["noise"]["reason"]) == ("excluded", "build_failed")
+        assert not record.get("attempts"), name  # --retry-excluded (2 by default) left it alone
+        log = (experiment / "trials" / name / "build.log").read_text()
+        assert (
+            log.startswith("# comet-eval/task-unbuildable-without-skills:")
+            and f"RUN echo build-marker-{probe} && exit 3" in log
+        )
+        assert "returned a non-zero code: 3" in log
+    workers = {record["worker"] for record in records.values()}
+    assert workers == {"gw0", "gw1"}, workers  # both workers had a trial of the image
+    layers = docker_client.images.list(all=True, filters={"label": f"comet-eval-test.probe={probe}"})
+    try:
+        assert len(layers) == 1
+        started = docker_client.events(
+            since=since, until=until, decode=True, filters={"type": "container", "event": "create"}
+        )
+        runs = [e for e in started if e["Actor"]["Attributes"].get("image") == layers[0].id]
+        assert len(runs) == 1, runs  # one build attempt for the three trials of the session
+    finally:
+        for layer in layers:
+            docker_client.images.remove(layer.id, force=True)
+    summary = (experiment / "summary.md").read_text()
+    assert "| CONTROL | 0 | 0 | 0 | 3 (build_failed 3) |" in summary
+    comparison = (experiment / "comparison_report.md").read_text()
+    assert "| CONTROL | 3 | 0 | 0 | 0 | — | build_failed 3 | 100% |" in comparison
+    html = (experiment / "report.html").read_text()
+    assert "harness or task errors" in html and "build_failed 3" in html
 
 
 @pytest.mark.agent_cli

@@ -10,11 +10,14 @@ import pytest
 from scaffold.catalog.treatments import (
     CONTROL,
     DYNAMIC_SKILL,
+    TASK_SKILLS,
     SkillRef,
     Treatment,
     TreatmentCatalog,
     dynamic_treatment,
+    frontmatter_name,
     load_treatments,
+    task_treatment,
 )
 from scaffold.errors import Problem, SelectionError
 from tests.support.factories import TaskFactory
@@ -512,3 +515,68 @@ def test_with_treatment_adds_without_changing_the_original(factory: TaskFactory)
     assert extended.treatments[DYNAMIC_SKILL] is dynamic
     assert extended.names() == [CONTROL, DYNAMIC_SKILL]
     assert isinstance(extended.treatments[CONTROL], Treatment)
+
+
+# --- TASK_SKILLS ----------------------------------------------------------------------------------
+
+
+def skills_dir(root: Path, skills: dict[str, str | None]) -> Path:
+    """An ``environment/skills`` folder: folder name -> SKILL.md text (None: a folder without one)."""
+    folder = root / "environment" / "skills"
+    for name, text in skills.items():
+        (folder / name).mkdir(parents=True)
+        if text is not None:
+            (folder / name / "SKILL.md").write_text(text)
+    (folder / "reference.md").write_text("a loose file is not a skill\n")
+    return folder
+
+
+def test_task_skills_go_by_their_frontmatter_name_and_install_under_their_folder(tmp_path: Path) -> None:
+    folder = skills_dir(
+        tmp_path,
+        {
+            "csv-processing": "---\nname: csv-processing\ndescription: CSV\n---\nBody.\n",
+            "xlsx_tools": "---\nname: xlsx\nlicense: Proprietary\n---\n",  # SkillsBench: a name of its own
+            "plain": "No frontmatter at all.\n",
+            "display": "---\nname: Pair Programming\n---\n",  # not a name a Skill call can give
+            "notes": None,
+        },
+    )
+
+    treatment = task_treatment(folder)
+
+    assert treatment.name == TASK_SKILLS
+    found = [(s.name, s.folder_name, s.path.name) for s in treatment.skills]
+    assert found == [
+        ("csv-processing", "csv-processing", "csv-processing"),
+        ("display", "display", "display"),
+        ("plain", "plain", "plain"),
+        ("xlsx", "xlsx_tools", "xlsx_tools"),
+    ]
+    assert treatment.skill_names == ("csv-processing", "display", "plain", "xlsx")
+
+
+def test_two_skills_claiming_one_name_go_by_their_folders(tmp_path: Path) -> None:
+    folder = skills_dir(tmp_path, {"a": "---\nname: shared\n---\n", "b": "---\nname: shared\n---\n"})
+
+    assert task_treatment(folder).skill_names == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("---\nname: report\ndescription: x\n---\n# Report\n", "report"),
+        ("\ufeff---\nname: '  quoted  '\n---\n", "quoted"),
+        ("---\ndescription: no name\n---\n", None),
+        ("---\nname: [not, a, string]\n---\n", None),
+        ("---\nname: unclosed\n", None),
+        ("---\nname: x: y: z\n---\n", None),  # not YAML
+        ("name: outside a frontmatter\n", None),
+        ("", None),
+    ],
+)
+def test_frontmatter_name(tmp_path: Path, text: str, name: str | None) -> None:
+    (tmp_path / "SKILL.md").write_text(text, encoding="utf-8")
+
+    assert frontmatter_name(tmp_path / "SKILL.md") == name
+    assert frontmatter_name(tmp_path / "missing.md") is None

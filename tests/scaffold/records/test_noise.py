@@ -25,11 +25,14 @@ from scaffold.records.noise import (
     EXCLUDED_REASONS,
     FLAGGED_REASONS,
     RETRYABLE_REASONS,
+    TASK_ERROR_REASONS,
     UNCLASSIFIED,
     classify,
     retryable,
 )
 from scaffold.reports.analysis import build_analysis
+from scaffold.reports.comparison import render_comparison
+from scaffold.reports.html import render_html
 from scaffold.reports.summary import render_summary
 from scaffold.trajectory import ApiFailure, TokenUsage, Trajectory
 from tests.support.factories import REPO
@@ -184,6 +187,11 @@ def test_an_error_code_inside_another_word_is_no_network_failure() -> None:
     [
         ({"type": "SkillLeakError", "message": "the image holds /root/.claude/skills/x/SKILL.md"}, "skill_leak"),
         ({"type": "VerifierError", "message": "the verifier wrote no reward"}, "missing_reward"),
+        # A WorkspaceError too, but a step of the task's Dockerfile failed: the task's error, not the engine's.
+        (
+            {"type": "ImageBuildError", "message": "building the image x failed at `RUN exit 3`: ... code: 3"},
+            "build_failed",
+        ),
     ],
 )
 def test_harbor_harness_errors_are_excluded_with_their_reason(error: dict[str, str], reason: str) -> None:
@@ -287,7 +295,10 @@ def test_every_reason_is_reachable() -> None:
         "api_error",
         "skill_leak",
         "missing_reward",
+        "build_failed",
     }
+    assert {"skill_leak", "missing_reward", "build_failed"} == TASK_ERROR_REASONS
+    assert not TASK_ERROR_REASONS & RETRYABLE_REASONS  # the same image, key or verifier fails again
     assert len(FLAGGED_REASONS) == 4
 
 
@@ -356,10 +367,32 @@ def test_old_records_without_noise_still_load_and_are_classified_in_the_summary(
     assert upgrade(json.loads(json.dumps(stored.to_dict()))).noise.category == "included"
     text = render_summary(build_analysis([stored, old]), "e")
     assert "## Data quality" in text
-    assert "| CONTROL | 1 | 0 | 0 |" in text
-    assert "| SKILL | 0 | 0 | 1 |" in text
+    assert "| CONTROL | 1 | 0 | 0 | 0 |" in text
+    assert "| SKILL | 0 | 0 | 1 | 0 |" in text
     assert "| t-SKILL-r1 | excluded | rate_limited | structured | {" in text
     assert '"status": 429' in text
+
+
+def test_a_task_image_that_cannot_be_built_is_counted_apart_from_noise_in_every_report() -> None:
+    build = {"type": "ImageBuildError", "message": "task t: building the image x failed at `RUN exit 3`"}
+    broken = [rec(None, verdict="error", errors=(build,), treatment="SKILL", case_id=f"t-SKILL-r{n}") for n in (1, 2)]
+    noisy = rec(traj(failures=(fail(429, "429"),)), verdict="failed", treatment="SKILL", case_id="t-SKILL-r3")
+    clean = rec(traj())
+    records = [replace(r, noise=classify(r)) for r in (*broken, noisy, clean)]
+    assert [r.noise.reason for r in records] == ["build_failed", "build_failed", "rate_limited", ""]
+    analysis = build_analysis(records)
+    counts = analysis.report("SKILL").counts
+    assert (counts.excluded, counts.noise, counts.task_errors) == (3, 1, 2)
+    assert counts.task_error_reasons == {"build_failed": 2} and counts.noise_reasons == {"rate_limited": 1}
+    assert counts.analysis_trials == 0  # never in the analysis set
+    summary = render_summary(analysis, "e")
+    assert "| treatment | included | flagged | excluded as noise | harness or task errors |" in summary
+    assert "| SKILL | 0 | 0 | 1 | 2 (build_failed 2) |" in summary
+    comparison = render_comparison(analysis)
+    assert "| SKILL | 3 | 0 | 0 | 1 | rate_limited 1 | build_failed 2 | 100% |" in comparison
+    html = render_html(analysis)
+    quality = html[html.index('<section id="quality"') : html.index('<section id="failures"')]
+    assert '<td class="n">1</td><td class="n">2</td>' in quality  # excluded as noise, harness or task errors
 
 
 # --- the scripted model server's error responses --------------------------------------------------------
@@ -489,6 +522,7 @@ def test_real_cli_api_failure_is_excluded(
         ("auth_failed", {}, False),
         ("skill_leak", {}, False),
         ("missing_reward", {}, False),
+        ("build_failed", {}, False),
     ],
 )
 def test_only_noise_a_new_attempt_may_not_meet_is_retried(

@@ -152,8 +152,8 @@ def test_the_comparison_report_has_the_seed_sections_in_order() -> None:
     assert headings == SECTIONS
     assert text.startswith("# Comparison report: exp\n")
     assert "- **SKILL** vs CONTROL: **improvement**" in text
-    assert "| CONTROL | 19 | 13 | 0 | 6 | 32% | rate_limited 6 | — |" in text
-    assert "| SKILL | 19 | 13 | 6 | 0 | 0% | — | validator_assumption 6 |" in text
+    assert "| CONTROL | 19 | 13 | 0 | 6 | rate_limited 6 | — | 32% | — |" in text
+    assert "| SKILL | 19 | 13 | 6 | 0 | — | — | 0% | validator_assumption 6 |" in text
     assert "| t0-CONTROL-r3 | exp | failed | rate_limited | structured | {} |" in text
     assert "| generic | completion | 3.00 | 75.0% |" in text
     assert "| output_quality | CONTROL | 1 | 0.250 ± N/A | — |" in text

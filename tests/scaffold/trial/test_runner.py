@@ -192,6 +192,37 @@ def test_errors_are_recorded_and_rerun_on_request(factory: TaskFactory, tmp_path
     assert not rerun.resumed and rerun.record.verdict == "passed"
 
 
+def test_an_image_that_cannot_be_built_keeps_its_log_and_is_not_retried(factory: TaskFactory, tmp_path: Path) -> None:
+    from scaffold.errors import ImageBuildError
+    from scaffold.workspaces.local import LocalBackend
+
+    class Unbuildable(LocalBackend):
+        prepared = 0
+
+        def prepare(self, task: object) -> None:
+            Unbuildable.prepared += 1
+            raise ImageBuildError(
+                "building the image comet-eval/task-t:abc failed at `RUN exit 3`: returned a non-zero code: 3",
+                image="comet-eval/task-t:abc",
+                step="RUN exit 3",
+                log="Step 2/2 : RUN exit 3\nbuild-marker-17\n",
+            )
+
+    factory.task("t")
+    runner = runner_for(factory, tmp_path, retry_excluded=2)
+    runner.backend.close()
+    runner.backend = Unbuildable(tmp_path / "ws-unbuildable")
+    result = runner.run(Case("t", "CONTROL", 1))
+    record = result.record
+    assert record.verdict == "error" and record.errors[0].type == "ImageBuildError"
+    assert (record.noise.category, record.noise.reason) == ("excluded", "build_failed")
+    assert not record.attempts and Unbuildable.prepared == 1  # the same image fails again: no retry
+    log = (result.record_path.parent / "build.log").read_text()
+    assert log.startswith("# comet-eval/task-t:abc: cannot be built; failing step: RUN exit 3\n")
+    assert "build-marker-17" in log
+    runner.backend.close()
+
+
 def test_secrets_in_the_harness_environment_do_not_reach_the_workspace(
     factory: TaskFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec
-from scaffold.validation.harbor import UV_SETUP, parse_ctrf, parse_reward, uv_shim_needed
+from scaffold.validation.harbor import UV_SETUP, ctrf_checks, parse_ctrf, parse_reward, uv_shim_needed
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 
 
@@ -91,6 +91,44 @@ def test_ctrf_tests_become_named_checks() -> None:
     ]
 
 
+def ctrf(*tests: tuple[str, str]) -> bytes:
+    return json.dumps({"results": {"tests": [{"name": n, "status": s} for n, s in tests]}}).encode()
+
+
+def test_every_ctrf_file_becomes_checks_named_apart() -> None:
+    files = {
+        "ctrf.json": ctrf(("test_outputs.py::test_fix", "passed"), ("test_outputs.py::test_fix", "failed")),
+        "ctrf_performance.json": ctrf(("test_speed", "failed")),
+        "original-repo-ctrf.json": ctrf(("test_outputs.py::test_fix", "passed")),
+        "reward.txt": b"0\n",
+        "sub/ctrf.json": ctrf(("nested", "passed")),  # only the folder's own files are reports
+        "summary.json": ctrf(("not a ctrf file", "passed")),
+    }
+
+    checks = ctrf_checks(files)
+
+    assert [(c.name, c.status, c.source) for c in checks] == [
+        ("test_outputs.py::test_fix", "passed", "ctrf"),
+        ("test_outputs.py::test_fix (2)", "failed", "ctrf"),
+        ("ctrf_performance: test_speed", "failed", "ctrf:ctrf_performance.json"),
+        ("original-repo-ctrf: test_outputs.py::test_fix", "passed", "ctrf:original-repo-ctrf.json"),
+    ]
+    # One report alone keeps its tests' names; a second one without ctrf.json keeps its prefix.
+    assert next(c.name for c in ctrf_checks({"ctrf.json": files["ctrf.json"]})) == "test_outputs.py::test_fix"
+    assert [c.name for c in ctrf_checks({"ctrf_performance.json": files["ctrf_performance.json"]})] == [
+        "ctrf_performance: test_speed"
+    ]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["ctrf.json", "b-ctrf.json", "ctrf_x.json"]), st.text(max_size=8))))
+def test_ctrf_check_names_are_unique(tests: list[tuple[str, str]]) -> None:
+    files: dict[str, list[tuple[str, str]]] = {}
+    for file, name in tests:
+        files.setdefault(file, []).append((name, "passed"))
+    names = [c.name for c in ctrf_checks({f: ctrf(*t) for f, t in files.items()})]
+    assert len(names) == len(set(names)) == len(tests)
+
+
 @pytest.mark.parametrize("data", [None, b"", b"{", b"[]", b'{"results": {"tests": "x"}}'])
 def test_a_ctrf_file_of_another_shape_gives_no_checks(data: bytes | None) -> None:
     assert parse_ctrf(data) == []
@@ -129,6 +167,37 @@ def _uvx(tmp_path: Path) -> Path:
     wrapper.write_text(body.replace("/opt/comet-uv/uv", str(fake)), encoding="utf-8")
     wrapper.chmod(0o755)
     return wrapper
+
+
+def _curl(tmp_path: Path) -> Path:
+    """The stand-in's curl wrapper, as UV_SETUP writes it to /usr/local/bin/curl."""
+    body = UV_SETUP.split("<<'CURL'", 1)[1].split("\n", 1)[1].split("\nCURL\n", 1)[0]
+    wrapper = tmp_path / "curl"
+    wrapper.write_text(body + "\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_curl_answers_the_uv_installer_with_one_that_does_nothing(tmp_path: Path) -> None:
+    curl = _curl(tmp_path)
+    url = "https://astral.sh/uv/0.9.7/install.sh"
+    # `set -euo pipefail; curl -LsSf URL | sh`, as SkillsBench's manufacturing verifiers write it.
+    piped = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail; {curl} -LsSf {url} | sh"], capture_output=True, text=True, check=False
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert "uv and uvx are the local stand-in" in piped.stdout
+    subprocess.run([str(curl), "-LsSf", url, "-o", str(tmp_path / "install.sh")], check=True)
+    assert subprocess.run(["sh", str(tmp_path / "install.sh")], capture_output=True, check=False).returncode == 0
+
+
+def test_curl_leaves_every_other_request_to_the_real_one(tmp_path: Path) -> None:
+    real = next((c for c in ("/usr/bin/curl", "/bin/curl") if Path(c).is_file()), None)
+    done = subprocess.run([str(_curl(tmp_path)), "--version"], capture_output=True, text=True, check=False)
+    if real is None:
+        assert done.returncode == 127 and "command not found" in done.stderr
+    else:
+        assert done.returncode == 0 and done.stdout.startswith("curl ")
 
 
 def test_uvx_keeps_the_command_and_its_own_options_in_order(tmp_path: Path) -> None:

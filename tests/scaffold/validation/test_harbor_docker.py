@@ -178,7 +178,8 @@ def test_the_tasks_skills_are_where_the_agent_looks_and_absent_under_control(tmp
     harbor_task(
         tmp_path / "tasks",
         "skilled",
-        skills={"helper": "---\nname: helper\ndescription: helps\n---\nHelp.\n"},
+        # Named apart from its folder, as some SkillsBench skills are: it goes by its name, in its folder.
+        skills={"helper": "---\nname: helping-hand\ndescription: helps\n---\nHelp.\n"},
         dockerfile="COPY skills /root/.claude/skills\n",
         test_sh="""\
             found=$(find / -xdev -name SKILL.md 2>/dev/null | sort | tr '\\n' ' ')
@@ -189,6 +190,8 @@ def test_the_tasks_skills_are_where_the_agent_looks_and_absent_under_control(tmp
     with_skills = run(tmp_path / "tasks", "skilled", treatment="TASK_SKILLS")
     control = run(tmp_path / "tasks", "skilled")
     assert with_skills.verdict == control.verdict == "passed"
+    assert [s["name"] for s in with_skills.config["treatment"]["skills"]] == ["helping-hand"]
+    assert list(with_skills.skill_sources) == ["helping-hand"]
 
     def found(treatment: str) -> str:
         trial = tmp_path / "logs" / "experiments" / f"e-skilled-oracle-{treatment}-None" / "trials"

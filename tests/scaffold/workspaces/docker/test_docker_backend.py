@@ -21,7 +21,7 @@ import pytest
 
 from scaffold.agents import create_agent
 from scaffold.catalog.tasks import Task, load_task
-from scaffold.errors import WorkspaceError
+from scaffold.errors import ImageBuildError, WorkspaceError
 from scaffold.experiment.cases import Case
 from scaffold.workspaces.backends import create_backend
 from scaffold.workspaces.base import InstallSpec, ValidationPolicy, Workspace
@@ -134,12 +134,14 @@ def test_a_failed_build_shows_the_log(backend: DockerBackend, factory: TaskFacto
     (folder / "environment" / "Dockerfile").write_text(
         "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo build-marker-42 && exit 3\n"
     )
-    with pytest.raises(WorkspaceError) as caught:
+    with pytest.raises(ImageBuildError) as caught:  # a step failed: the task's error, not the engine's
         backend.prepare(load_task(folder))
     message = str(caught.value)
     assert "task broken-build" in message
     assert "build-marker-42" in message  # the tail of the log
+    assert "failed at `RUN echo build-marker-42 && exit 3`: " in message
     assert "returned a non-zero code: 3" in message
+    assert caught.value.step == "RUN echo build-marker-42 && exit 3" and "build-marker-42" in caught.value.log
     log = Path(message.split("; log ", 1)[1].split(":\n", 1)[0])
     assert log.is_file() and "build-marker-42" in log.read_text()
     with pytest.raises(WorkspaceError) as again:  # the session does not build it again for every trial

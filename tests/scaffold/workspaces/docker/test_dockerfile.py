@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scaffold.workspaces.docker.dockerfile import (
     CA_CONTEXT_NAME,
+    context_entries,
     make_context,
     rewrite_dockerfile,
     skill_folders,
@@ -148,6 +149,115 @@ def test_no_copy_of_skills_survives_and_nothing_else_is_lost(sources: list[str],
     left = instructions(rewrite_dockerfile(text, without_skills=True).text)
     kept = [s for s in sources if not (s.strip("./") == "skills" or s.lstrip("./").startswith("skills/"))]
     assert left == ["FROM ubuntu:24.04", *([f"COPY {' '.join(kept)} /{dest}/"] if kept else [])]
+
+
+# --- wildcard sources -------------------------------------------------------------------------------------
+# COPY lines of real Dockerfiles: SkillsBench's ab-testing-stats (quoted in the issue), and two public
+# projects that copy optional folders with BuildKit's empty-wildcard rule (agora's and giorgio's Dockerfiles).
+
+AB_TESTING_STATS = "FROM ubuntu:24.04\nWORKDIR /root\nCOPY data /root/data\nCOPY skill[s] /tmp/skills_src/\n"
+AGORA = "FROM python:3.12-slim\nRUN mkdir -p skills/public skills/learned skills/custom\nCOPY skill[s]/ skills/\n"
+GIORGIO = "FROM node:22-slim AS runtime\nCOPY soul.md* ./\nCOPY skill[s]/ ./skills/\nCOPY plugin[s]/ ./plugins/\n"
+CONTEXT = frozenset({"Dockerfile", "data", "data/x.csv", "skills", "skills/pdf", "skills/pdf/SKILL.md"})
+WITHOUT_SKILLS_NOTE = "# comet-eval, without the environment's skills:"
+EMPTY_NOTE = "# comet-eval, no source matches in the context (BuildKit copies nothing; the classic builder stops):"
+
+
+def test_a_wildcard_that_copies_the_skills_is_left_out_without_them() -> None:
+    with_skills = rewrite_dockerfile(AB_TESTING_STATS, context=CONTEXT)
+    assert with_skills.text == AB_TESTING_STATS  # skill[s] matches the skills folder: built as written
+    control = rewrite_dockerfile(AB_TESTING_STATS, without_skills=True, context=CONTEXT)
+    assert instructions(control.text) == ["FROM ubuntu:24.04", "WORKDIR /root", "COPY data /root/data"]
+    assert control.neutralised == ("COPY skill[s] /tmp/skills_src/",) and not control.emptied
+    assert f"{WITHOUT_SKILLS_NOTE}\n# COPY skill[s] /tmp/skills_src/\n" in control.text
+
+
+def test_buildkits_empty_wildcard_rule_holds_for_the_classic_builder_too() -> None:
+    """BuildKit copies nothing for a wildcard that matches nothing; the classic builder (the Docker API's)
+    stops on a COPY none of whose sources match: such a line is left out, in every variant."""
+    no_plugins = rewrite_dockerfile(GIORGIO, context=CONTEXT | {"soul.md"})
+    assert instructions(no_plugins.text) == [
+        "FROM node:22-slim AS runtime",
+        "COPY soul.md* ./",
+        "COPY skill[s]/ ./skills/",
+    ]
+    assert no_plugins.emptied == ("COPY plugin[s]/ ./plugins/",)
+    assert f"{EMPTY_NOTE}\n# COPY plugin[s]/ ./plugins/\n" in no_plugins.text
+    # A task without any skills folder: agora's optional copy is left out with or without skills.
+    bare = frozenset({"Dockerfile", "data"})
+    for without in (False, True):
+        rewrite = rewrite_dockerfile(AGORA, without_skills=without, context=bare)
+        assert instructions(rewrite.text)[-1] == "RUN mkdir -p skills/public skills/learned skills/custom"
+        assert rewrite.emptied == ("COPY skill[s]/ skills/",) and not rewrite.neutralised
+    # Without the entries of the context nothing is matched: the text stays as written.
+    assert rewrite_dockerfile(GIORGIO).text == GIORGIO
+
+
+@pytest.mark.parametrize(
+    ("line", "left"),
+    [
+        # Another source of the line still matches: the classic builder copes, nothing changes.
+        ("COPY data skill[s] /app/", "COPY data /app/"),
+        ("COPY requirements*.txt data /app/", "COPY requirements*.txt data /app/"),
+        # Matches in the skills and elsewhere: kept, the context without skills gives only the rest.
+        ("COPY [ds]* /opt/", "COPY [ds]* /opt/"),
+        # Under a folder that is not there BuildKit fails as well: left for the builder to say so.
+        ("COPY assets/*.png /x/", "COPY assets/*.png /x/"),
+        # A wildcard inside the skills folder, or its every match there.
+        ("COPY ./skills/* /root/.claude/skills/", None),
+        ("COPY skills/*/SKILL.md /root/docs/", None),
+        ("COPY ski?ls /root/.codex/skills", None),
+        ('COPY ["skill[s]", "/root/.goose/skills"]', None),
+        ("COPY [s]kills /root/.factory/skills", None),  # the shell form, though it starts with "["
+        # Not the context: another stage, a variable, a URL, a pattern Go refuses.
+        ("COPY --from=build /src/skill[s] /x/", "COPY --from=build /src/skill[s] /x/"),
+        ("COPY $SKILLS* /x/", "COPY $SKILLS* /x/"),
+        ("ADD https://example.invalid/a[0-9].tgz /x/", "ADD https://example.invalid/a[0-9].tgz /x/"),
+        ("COPY skill[s /x/", "COPY skill[s /x/"),
+    ],
+)
+def test_wildcard_sources_without_skills(line: str, left: str | None) -> None:
+    rewrite = rewrite_dockerfile(f"FROM x\n{line}\n", without_skills=True, context=CONTEXT)
+    assert instructions(rewrite.text) == ["FROM x", *([left] if left else [])]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "matched"),
+    [
+        ("*", ["Dockerfile", "data", "skills"]),  # a star stops at a slash
+        ("*/*", ["data/x.csv", "skills/pdf"]),
+        ("?ata", ["data"]),
+        ("[^ds]*", ["Dockerfile"]),  # Go negates with ^
+        ("[a-e]ata/x.csv", ["data/x.csv"]),
+        ("d\\ata", ["data"]),  # a backslash escapes the next character
+        ("skills/pdf/SKILL.m?", ["skills/pdf/SKILL.md"]),
+    ],
+)
+def test_sources_match_as_gos_filepath_match_does(pattern: str, matched: list[str]) -> None:
+    # With skills, nothing is left out: a line is removed only when its pattern matches nothing at all.
+    rewrite = rewrite_dockerfile(f"FROM x\nCOPY {pattern} /x/\n", context=CONTEXT)
+    assert not rewrite.emptied, matched
+    emptied = rewrite_dockerfile(f"FROM x\nCOPY {pattern} /x/\n", context=CONTEXT - set(matched))
+    assert emptied.emptied == (f"COPY {pattern} /x/",)
+
+
+def test_the_context_entries_are_what_the_engine_gets(tmp_path: Path) -> None:
+    for name in ("skills/pdf/SKILL.md", "data/x.csv", "notes/a.txt", "Dockerfile"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    (tmp_path / ".dockerignore").write_text("# comment\nnotes\n")
+    assert context_entries(tmp_path) == {
+        ".dockerignore",
+        "Dockerfile",
+        "data",
+        "data/x.csv",
+        "skills",
+        "skills/pdf",
+        "skills/pdf/SKILL.md",
+    }
+    # An ignored folder is not there for the builder: a wildcard that matches only it matches nothing.
+    rewrite = rewrite_dockerfile("FROM x\nCOPY note[s] /n/\n", context=context_entries(tmp_path))
+    assert rewrite.emptied == ("COPY note[s] /n/",)
 
 
 # --- the host's CA ---------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec, load_task
-from scaffold.errors import SkillLeakError, WorkspaceError
+from scaffold.errors import ImageBuildError, SkillLeakError, WorkspaceError
 from scaffold.workspaces.docker import DockerBackend
 from scaffold.workspaces.docker.base_image import base_tag, build_base_image
 from scaffold.workspaces.docker.harbor_image import find_skills
@@ -202,6 +202,48 @@ def test_without_skills_the_image_has_none_and_both_variants_coexist(
     assert find_skills(docker_client, bare) == ()
     assert find_skills(docker_client, full) == ("/app/skills/demo/SKILL.md", "/root/.claude/skills/demo/SKILL.md")
     assert "data.txt" in output(docker_client, bare, "ls /app")
+
+
+# SkillsBench's ab-testing-stats copies its skills with a glob, and projects copy optional folders the same
+# way (BuildKit copies nothing for a wildcard that matches nothing; the classic builder the API gives us stops).
+GLOB_DOCKERFILE = (
+    "FROM ubuntu:24.04\nCOPY skill[s] /tmp/skills_src/\nCOPY plugin[s]/ /opt/plugins/\nCOPY data.txt /app/\n"
+)
+
+
+def test_a_glob_copy_of_the_skills_builds_in_both_variants_and_reaches_no_skill_without_them(
+    bases: tuple[str, str], make_backend: Make, tmp_path: Path, docker_client: Any
+) -> None:
+    with_skills = harbor_task(tmp_path, GLOB_DOCKERFILE, files=SKILL_FILES)
+    control = variant(with_skills, without_skills=True)
+    backend = make_backend({"ubuntu:24.04": BOOKWORM})
+    backend.prepare(with_skills)  # the leak check of the variant without skills passes too, or this raises
+    backend.prepare(control)
+    full, bare = backend._image_of(with_skills).tag, backend._image_of(control).tag
+    assert find_skills(docker_client, full) == ("/tmp/skills_src/demo/SKILL.md",)
+    assert find_skills(docker_client, bare) == ()
+    listing = output(
+        docker_client, bare, "ls /app; test -e /opt/plugins || echo no-plugins; ls -A /tmp/skills_src; true"
+    )
+    assert listing.split() == ["data.txt", "no-plugins"]  # the optional folder is not made, and no skill
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "said"),
+    [
+        ("COPY missing.txt /app/", "COPY missing.txt /app/", "file not found in build context"),
+        ("FOO bar", "", "unknown instruction: FOO"),  # refused before any step (HTTP 400)
+    ],
+)
+def test_a_dockerfile_that_cannot_be_built_is_a_build_error_of_the_task(
+    bases: tuple[str, str], make_backend: Make, tmp_path: Path, line: str, step: str, said: str
+) -> None:
+    task = harbor_task(tmp_path, f"FROM ubuntu:24.04\n{line}\n")
+    with pytest.raises(ImageBuildError) as caught:
+        make_backend({"ubuntu:24.04": BOOKWORM}).prepare(task)
+    assert caught.value.step == step
+    assert said in str(caught.value) and said in caught.value.log
+    assert str(caught.value).startswith(f"task {task.name}: building the image comet-eval/task-{task.name}:")
 
 
 def test_a_skill_that_reaches_the_image_another_way_is_a_leak(
