@@ -84,8 +84,8 @@ def tasks_needed(
     more total difference than the t test. The textbook continuity correction is half a step (1/m);
     in simulation that still gave 0.79 to 0.80 at 1 to 3 trials per task, so a full step is taken:
     the effect counts as effect - 2 / (m n). It errs on the safe side by a few tasks (power 0.82 to
-    0.85 at the answer; benchmarks/calibration.py checks it at 1, 3, 5 and 10 trials). Without any
-    correction the answer reached only 0.76 to 0.78; the normal formula
+    0.85 at the answer; benchmarks/calibration.py checks it at 5 trials: 83.5% at the 66 tasks it asks
+    for at +10 points). Without any correction the answer reached only 0.76 to 0.78; the normal formula
     ((z_{1-alpha/2} + z_power) sd / effect)^2 used before was short on both counts (0.74 to 0.79).
     Never below the fewest tasks with which the exact sign-flip test can reach p <= alpha at all
     (2 / 2^n <= alpha: 6 at 0.05).

@@ -73,11 +73,11 @@ def test_the_exact_omnibus_law_is_the_enumerated_one(strata: list[tuple[int, int
 def test_the_monte_carlo_law_agrees_with_the_exact_one(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     strata = []
-    for _ in range(12):
+    for _ in range(7):
         xt, xb = int(rng.binomial(6, 0.5)), int(rng.binomial(6, 0.5))
         strata.append((6, 6, xt + xb, xt))
     exact, method = omnibus(strata)
-    assert method == "exact"  # distinct sums merged: a dozen tasks stay exact
+    assert method == "exact"  # few distinct values per task: seven tasks stay exact
     monkeypatch.setattr(het, "_EXACT_SUMS", 0)
     drawn, method = omnibus(strata)
     assert method == "Monte Carlo"
