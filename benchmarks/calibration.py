@@ -80,8 +80,9 @@ or missed on the figure measured (the error is printed so a near miss can be jud
 Informational: exits 0 whatever the figures; exits 1 only when a run fails. Deterministic for a given
 ``--seed`` and ``--reps``: each scenario is cut into chunks of 50 experiments, each drawn from a
 generator seeded from the seed, the scenario and the chunk's index, so neither the worker count nor
-``--only`` changes a figure. About 10 minutes on the 2 workers of a busy 2-core machine at the defaults;
-``--tiny`` takes a few seconds.
+``--only`` changes a figure. At the defaults, about 1,300 s of CPU (some 11 minutes on 2 idle cores, 19
+while other suites ran on the machine), measured before the omnibus test of the per-task effects stopped
+trying its exact law on large designs, which took nearly two thirds of it. ``--tiny`` takes a few seconds.
 
     .venv/bin/python benchmarks/calibration.py [--reps 1000] [--seed 11] [--workers 2] [--only SECTIONS]
                                                [--seq-tasks N] [--timings] [--tiny]
@@ -436,7 +437,6 @@ class Plan:
     seq_tasks: int
     seq_max: int
     looks: int
-    tiny: bool
     scopes: list[tuple[int, int, tuple[float, ...]]] = field(default_factory=list)
     exclusions: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
     mixed: tuple[int, ...] = ()
@@ -512,7 +512,6 @@ def make_plan(args: argparse.Namespace) -> Plan:
             seq_tasks=6,
             seq_max=8,
             looks=2,
-            tiny=True,
             scopes=[(3, 5, (0.0, 0.40)), (10, 5, (0.0, -MARGIN, 0.20)), (10, 1, (0.0,))],
             exclusions=[(10, (0.0, 0.20))],
             mixed=(4,),
@@ -527,7 +526,6 @@ def make_plan(args: argparse.Namespace) -> Plan:
         seq_tasks=args.seq_tasks or recommended_tasks(),
         seq_max=SEQ_MAX,
         looks=LOOKS,
-        tiny=False,
         scopes=[(t, TRIALS, (0.0, -MARGIN, 0.20, 0.40)) for t in (2, 3, 4)]
         + [(t, TRIALS, (0.0, -MARGIN, 0.10, 0.20)) for t in (10, 20)]
         + [(t, m, (0.0, 0.20)) for t in (3, 10, 20) for m in (1, 3)]

@@ -177,15 +177,22 @@ def why_failed(record: TrialRecord, folder: Path) -> str:
     return "; ".join(parts)
 
 
+_CAUSES = (
+    re.compile(r"fatal error:|: error:|^fatal:|^ERROR: (?!The command)"),  # a compiler's, git's, pip's own words
+    re.compile(r"\berror\b|not found|no matching|could not", re.IGNORECASE),
+)
+
+
 def _cause(lines: Sequence[str]) -> str:
-    """The first line of an error's log tail that names a cause (a compiler's ``error:``, pip's ``ERROR:``,
-    git's ``fatal:``), not the builder's closing "The command ... returned a non-zero code" line."""
-    for line in lines:
-        text = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        if "returned a non-zero code" in text:
-            continue
-        if re.search(r"\berror\b|\bfatal:|not found|no matching", text, re.IGNORECASE):
-            return text
+    """The line of an error's log tail that names a cause (a compiler's ``error:``, git's ``fatal:``, pip's
+    ``ERROR:``, else any line that says error), not the builder's closing "The command ... returned a
+    non-zero code". The tail's first line is skipped: it starts mid-line."""
+    texts = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in lines[1:]]
+    texts = [t for t in texts if t and "returned a non-zero code" not in t]
+    for pattern in _CAUSES:
+        found = next((t for t in texts if pattern.search(t)), None)
+        if found:
+            return found
     return ""
 
 
