@@ -37,7 +37,7 @@ from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_nam
 from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL
 from scaffold.cli.eval.outcome import EVAL_STATUSES, finish
 from scaffold.cli.eval.plan import GATE_EXAMPLE, EvalPlan, header_lines
-from scaffold.cli.eval.planner import plan_eval
+from scaffold.cli.eval.planner import check_plan_judge, plan_eval
 from scaffold.cli.eval.progress import Progress
 from scaffold.cli.eval.target import UsageError
 from scaffold.cli.user_env import ensure_user_env, user_env_file
@@ -290,6 +290,7 @@ def run_eval(args: argparse.Namespace, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
         plan = plan_eval(args)
+        check_plan_judge(plan, args.judge_samples)
     except CometError as exc:
         print(f"comet eval: {exc}", file=sys.stderr)
         return ExitStatus.USAGE

@@ -115,7 +115,6 @@ def plan_eval(
         assert judge[0].value is not None
         _check_agent_name("--judge-agent", judge[0].value, merged)
         _check_url("--judge-base-url", judge[2].value)
-    _check_judge(judge, merged, args.judge_samples)
 
     owner = (args.project or manifest.skill.root).absolute()
     experiment_id = args.experiment_id or new_experiment_id()
@@ -250,14 +249,16 @@ def _count(args: argparse.Namespace) -> int:
     return int(args.count or 1)
 
 
-def _check_judge(judge: Sequence[Choice] | None, merged: Mapping[str, str], samples: int) -> None:
+def check_plan_judge(plan: EvalPlan, samples: int, process_env: Mapping[str, str] | None = None) -> None:
     """The session's own check of its judge (scaffold.session.judge_run): an agent that cannot judge, or
-    a judge CLI that is not installed, is refused by the run before any trial, and so by --collect."""
+    a judge CLI that is not installed, is refused by the run before any trial, and so by --collect. Not
+    part of plan_eval: the plan says what was asked for; whether this machine can run it is the run's."""
     from scaffold.judge.config import resolve_judge
     from scaffold.judge.transport import check_judge
 
+    merged = load_environment(dict(os.environ if process_env is None else process_env))
     names = ("agent", "model", "base_url")
-    settings = {n: str(s.value) for n, s in zip(names, judge or (), strict=False) if s.value}
+    settings = {n: str(s.value) for n, s in zip(names, plan.settings.judge or (), strict=False) if s.value}
     config = resolve_judge(settings, merged, samples=samples)
     if config is None:
         return
