@@ -181,25 +181,27 @@ def decide(
     noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
     raw_label = label_of(compare(sets.raw), alpha) if noisy else label
     strict_label = label_of(compare(sets.strict), alpha) if noisy else label
+    # What every verdict of this comparison holds; the label, reason and the figures of a comparison
+    # that could be made are set below.
+    verdict = TreatmentVerdict(
+        treatment,
+        baseline,
+        label,
+        "",
+        pass_rate,
+        score,
+        raw_label,
+        strict_label,
+        None,
+        None,
+        None,
+        scope=scope,
+        on_tasks=on_tasks,
+        on_tasks_label=on_label,
+    )
     if isinstance(decisive, Insufficient):
         excluded = ", ".join(f"{counts[t].excluded} of {counts[t].trials} {t} trials" for t in (baseline, treatment))
-        reason = f"{decisive.reason}; excluded as noise: {excluded}"
-        return TreatmentVerdict(
-            treatment,
-            baseline,
-            label,
-            reason,
-            pass_rate,
-            score,
-            raw_label,
-            strict_label,
-            None,
-            None,
-            None,
-            scope=scope,
-            on_tasks=on_tasks,
-            on_tasks_label=on_label,
-        )
+        return msgspec.structs.replace(verdict, reason=f"{decisive.reason}; excluded as noise: {excluded}")
     power = trials = None
     if isinstance(pass_rate, PairedComparison):
         power = tasks_needed(pass_rate.sd, effect, alpha, trials=_typical_trials(sets.analysis, pass_rate))
@@ -237,21 +239,13 @@ def decide(
         on_reason = _figures(on_tasks, alpha, on_label)
     mixed = per_task_effects(sets.analysis, baseline, treatment, rate=scope_alpha or alpha)
     reason += _mixed_note(mixed, label, scope_alpha or alpha)
-    return TreatmentVerdict(
-        treatment,
-        baseline,
-        label,
-        reason,
-        pass_rate,
-        score,
-        raw_label,
-        strict_label,
-        power,
-        trials,
-        bounds,
-        scope=scope,
-        on_tasks=on_tasks,
-        on_tasks_label=on_label,
+    return msgspec.structs.replace(
+        verdict,
+        label=label,
+        reason=reason,
+        power=power,
+        trials=trials,
+        exclusions=bounds,
         on_tasks_reason=on_reason,
         heterogeneity=mixed,
     )
