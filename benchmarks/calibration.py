@@ -69,9 +69,12 @@ or missed on the figure measured (the error is printed so a near miss can be jud
   with each exclusion pattern with and without retries, family-wise with 3 and 5 treatments, with
   unequal trial counts, for the runs until decided (simulated and through the reports), and for the
   "mixed rather than absent" note under the null;
-* interval coverage 95 +- 2% in each scope, in every row of ``scopes`` and ``unequal`` (and ``mixed`` on
-  these tasks: across tasks its sample of tasks is always exactly half and half, not a random sample of
-  tasks like these, so that interval over-covers by construction and is left out);
+* interval coverage 95 +- 2% in each scope, pooled over the rows of ``scopes`` and ``unequal`` (and
+  ``mixed`` on these tasks: across tasks its sample of tasks is always exactly half and half, not a
+  random sample of tasks like these, so that interval over-covers by construction and is left out), and
+  no row below 93%. A row above 97% is named but not a miss: with 2 tasks x 5 trials or 3 tasks x 1
+  trial the estimate takes a handful of values, and an interval valid at every truth must over-cover
+  at some; falling short would be the dishonest error, covering more the cautious one;
 * the runs until decided at equal power spend no more trials on average than the fixed design at the
   planned effect, at least 60% fewer at twice it, at most 60% more under the null; the fixed design's
   power at the recommended number of tasks is at least 80%;
@@ -1001,14 +1004,16 @@ def report_coverage(coverage: dict[str, list[tuple[str, Share]]], rep: Report) -
         if not rows:
             continue
         pooled = Share(sum(s.hits for _, s in rows), sum(s.n for _, s in rows))
-        outside = [(n, s) for n, s in rows if abs(s.p - COVERAGE_GOAL) > COVERAGE_TOLERANCE]
+        short = [(n, s) for n, s in rows if s.p < COVERAGE_GOAL - COVERAGE_TOLERANCE]
+        wide = [n for n, s in rows if s.p > COVERAGE_GOAL + COVERAGE_TOLERANCE]
         lowest = min(rows, key=lambda x: x[1].p)
         highest = max(rows, key=lambda x: x[1].p)
         note = (
             f"pooled over {len(rows)} rows; lowest {lowest[1]} ({lowest[0]}), highest {highest[1]} ({highest[0]}); "
-            f"{len(outside)} row(s) outside 95±2"
+            f"{len(short)} row(s) below 93; over 97 (designs too discrete for 95): {', '.join(wide) or 'none'}"
         )
-        rep.goal(f"interval coverage, {scope} (95 ± 2 in every row)", pooled.p, pooled.se, not outside, note)
+        ok = abs(pooled.p - COVERAGE_GOAL) <= COVERAGE_TOLERANCE and not short
+        rep.goal(f"interval coverage, {scope} (95 ± 2 pooled, no row below 93)", pooled.p, pooled.se, ok, note)
 
 
 def print_goals(rep: Report) -> bool:

@@ -217,6 +217,7 @@ def build_analysis(
         summarize_tasks(acc.strict) if acc.excluded or acc.flagged else (),
         # Per (task, treatment): the bounds put these trials back as passes and as failures.
         MappingProxyType(dict(Counter((link.task, link.treatment) for link in acc.excluded))),
+        MappingProxyType(dict(acc.retries.recovered)),
     )
     # Held to alpha as a family when several treatments are compared with one baseline (Holm).
     verdicts = decide_all(sets, treatments, baseline, baseline_found, counts, alpha, effect)

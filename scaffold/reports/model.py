@@ -793,11 +793,15 @@ class ExclusionCheck(msgspec.Struct, frozen=True):
     treatment_trials: int
     rate_p_value: float
     """Fisher's exact test (two-sided) of "both treatments lose the same share of trials to exclusion"."""
+    baseline_excess: int = 0
+    treatment_excess: int = 0
+    """Recovered trials of the side beyond the other side's share, whose first attempts the extremes
+    count as excluded too (scaffold.stats.exclusions.excess_recovered)."""
 
     @property
     def imputed(self) -> bool:
         """False when neither side excluded a trial (both extremes are then the analysis set)."""
-        return bool(self.baseline_excluded or self.treatment_excluded)
+        return bool(self.baseline_excluded or self.treatment_excluded or self.baseline_excess or self.treatment_excess)
 
 
 class Analysis(msgspec.Struct, frozen=True):

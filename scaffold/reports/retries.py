@@ -7,7 +7,7 @@ ones were retried and are in the analysis set; the others retried are still excl
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from scaffold.records import TrialRecord
@@ -35,6 +35,8 @@ class RetryTally:
     recovered trials."""
 
     _by: dict[str, _Counts] = field(default_factory=lambda: defaultdict(_Counts))
+    recovered: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Per (task, treatment): trials whose first attempt was excluded and a retry was not."""
 
     def add(self, record: TrialRecord) -> None:
         counts = self._by[record.treatment]
@@ -44,6 +46,7 @@ class RetryTally:
         if record.attempts:
             counts.retried += 1
             counts.recovered += not excluded
+            self.recovered[(record.task, record.treatment)] += not excluded
             counts.still_excluded += excluded
             counts.costs += [a.cost_usd for a in record.attempts if a.cost_usd is not None]
         if excluded or record.verdict == "error":

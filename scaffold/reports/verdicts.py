@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -81,7 +82,7 @@ from scaffold.stats import (
     tasks_needed,
     trials_needed,
 )
-from scaffold.stats.exclusions import fisher_exact, impute_at_rates, impute_excluded
+from scaffold.stats.exclusions import excess_recovered, fisher_exact, impute_at_rates, impute_excluded
 from scaffold.stats.heterogeneity import Heterogeneity, per_task_effects
 from scaffold.stats.stratified import OnTasksComparison, compare_on_tasks
 
@@ -115,6 +116,8 @@ class TaskSets:
     raw: tuple[TaskSummary, ...]
     strict: tuple[TaskSummary, ...]
     excluded: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
+    recovered: Mapping[tuple[str, str], int] = field(default_factory=lambda: MappingProxyType({}))
+    """Per (task, treatment): trials recovered by a retry (``stats.exclusions.excess_recovered``)."""
 
 
 def across_tasks_needed(alpha: float) -> int:
@@ -218,7 +221,8 @@ def decide(
     elif label != bounds.worst_label or label != bounds.best_label:
         reason = (
             f"on the analysis set the answer is {label!r}, but counting the excluded trials "
-            f"({bounds.treatment_excluded} of {treatment}, {bounds.baseline_excluded} of {baseline}) as failures of "
+            f"({bounds.treatment_excluded} of {treatment}, {bounds.baseline_excluded} of {baseline}"
+            f"{_excess_note(bounds, baseline, treatment)}) as failures of "
             f"{treatment} and passes of {baseline} it is {bounds.worst_label!r}, and the other way round "
             f"{bounds.best_label!r}: the conclusion depends on what the excluded trials would have shown"
         )
@@ -407,10 +411,15 @@ def _bounds(
     before, after = counts[baseline], counts[treatment]
     worst: PairedComparison | OnTasksComparison | Insufficient = comparison
     best: PairedComparison | OnTasksComparison | Insufficient = comparison
-    if before.excluded or after.excluded:
+    # The first attempts of one side's recovered trials beyond the other side's share count as excluded
+    # too: retries redraw them, but not the lean of the trials that were never excluded.
+    excess = excess_recovered(sets.recovered, {baseline: before.trials, treatment: after.trials}, baseline, treatment)
+    if before.excluded or after.excluded or excess:
         pair = [s for s in sets.analysis if s.treatment in (baseline, treatment)]
-        worst = compare(impute_excluded(pair, sets.excluded, {baseline: True, treatment: False}))
-        best = compare(impute_excluded(pair, sets.excluded, {baseline: False, treatment: True}))
+        lost = Counter(sets.excluded)
+        lost.update(excess)
+        worst = compare(impute_excluded(pair, lost, {baseline: True, treatment: False}))
+        best = compare(impute_excluded(pair, lost, {baseline: False, treatment: True}))
     return ExclusionCheck(
         worst=worst,
         best=best,
@@ -420,9 +429,24 @@ def _bounds(
         baseline_trials=before.trials,
         treatment_excluded=after.excluded,
         treatment_trials=after.trials,
+        baseline_excess=sum(n for (_, t), n in excess.items() if t == baseline),
+        treatment_excess=sum(n for (_, t), n in excess.items() if t == treatment),
         rate_p_value=fisher_exact(
             after.excluded, after.trials - after.excluded, before.excluded, before.trials - before.excluded
         ),
+    )
+
+
+def _excess_note(bounds: ExclusionCheck, baseline: str, treatment: str) -> str:
+    side, count = treatment, bounds.treatment_excess
+    if not count:
+        side, count = baseline, bounds.baseline_excess
+    if not count:
+        return ""
+    other = baseline if side == treatment else treatment
+    return (
+        f"; and the first attempts of {count} {side} trials recovered by a retry, beyond {other}'s share of "
+        f"recovered trials"
     )
 
 

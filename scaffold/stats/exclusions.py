@@ -9,6 +9,16 @@ label that survives both is not an artefact of the exclusions, whatever they wou
 
 ``fisher_exact`` tests the other symptom: whether the share excluded differs between two treatments.
 
+Retries recover excluded trials, but only half the problem: when a side's failing attempts are the
+ones excluded, a retry redraws them and the side's trials that were never excluded keep their lean
+towards passing (in benchmarks/calibration.py, failing attempts excluded three times as often as
+passing ones on the treatment's side made the "not worse than" gate pass 6.4% of the time at its
+margin). Exclusions at the same rate on both sides are taken as the environment's noise, which retries
+may recover; ``excess_recovered`` finds the recovered trials of a side beyond the other side's share
+(and beyond a standard error of chance), whose first attempts the bounds then count as excluded. It
+costs little when exclusions are balanced (a 5% rate on both sides: a first attempt or two of 100 in
+a sixth of the experiments) and bounds the lean where one side loses more.
+
 Pure: counts in, numbers out.
 """
 
@@ -24,7 +34,7 @@ from scaffold.stats.outcomes import TaskSummary
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["fisher_exact", "impute_at_rates", "impute_excluded"]
+__all__ = ["excess_recovered", "fisher_exact", "impute_at_rates", "impute_excluded"]
 
 # Tables as likely as the observed one, up to rounding, count as "at least as extreme" (the tolerance
 # scipy.stats.fisher_exact uses, so both give the same p-value).
@@ -110,3 +120,30 @@ def impute_at_rates(
         if s.scored:
             out.append(s)
     return tuple(out)
+
+
+def excess_recovered(
+    recovered: Mapping[tuple[str, str], int], trials: Mapping[str, int], baseline: str, treatment: str
+) -> dict[tuple[str, str], int]:
+    """Per (task, side): how many of the side's recovered trials (first attempt excluded, a retry scored)
+    lie beyond the other side's share of them, less one standard error of the difference of the two
+    shares under equal rates (the module docstring). Only the side with the larger share has any; they
+    are spread over its tasks in proportion to its recovered trials there (largest remainders)."""
+    sides = (baseline, treatment)
+    counts = {t: sum(n for (_, side), n in recovered.items() if side == t) for t in sides}
+    if not all(trials.get(t) for t in sides) or not any(counts.values()):
+        return {}
+    share = {t: counts[t] / trials[t] for t in sides}
+    pooled = (counts[baseline] + counts[treatment]) / (trials[baseline] + trials[treatment])
+    error = math.sqrt(pooled * (1 - pooled) * (1 / trials[baseline] + 1 / trials[treatment]))
+    high, low = (treatment, baseline) if share[treatment] >= share[baseline] else (baseline, treatment)
+    extra = min(counts[high], math.floor((share[high] - share[low] - error) * trials[high] + 1e-9))
+    if extra <= 0:
+        return {}
+    cells = sorted(((task, side), n) for (task, side), n in recovered.items() if side == high and n)
+    quotas = [(key, extra * n / counts[high]) for key, n in cells]
+    out = {key: math.floor(q) for key, q in quotas}
+    left = extra - sum(out.values())
+    for key, _ in sorted(quotas, key=lambda kq: (math.floor(kq[1]) - kq[1], kq[0]))[:left]:
+        out[key] += 1
+    return {key: n for key, n in out.items() if n}

@@ -67,3 +67,29 @@ def test_no_retries_no_section() -> None:
     analysis = build_analysis(suite({"CONTROL": {"t": "PF"}}))
     assert "Retried trials" not in render_summary(analysis, "e")
     assert "Retried trials" not in render_comparison(analysis)
+
+
+def test_one_side_recovering_far_more_trials_is_bounded_like_exclusions() -> None:
+    """SKILL passes 20 tasks x 2 where CONTROL passes half; 12 of SKILL's 40 trials needed a retry and none
+    of CONTROL's: retries can hide outcome-linked exclusions, so the first attempts of SKILL's recovered
+    trials beyond CONTROL's share (less a standard error) count as excluded at the extremes, and the
+    worst extreme's interval reaches lower than the analysis set's."""
+    plan = {"CONTROL": {f"t{i:02d}": "PF" for i in range(20)}, "SKILL": {f"t{i:02d}": "PP" for i in range(20)}}
+    records = [
+        retried(r) if r.treatment == "SKILL" and int(r.task[1:]) < 12 and r.trial == 1 else r for r in suite(plan)
+    ]
+    verdict = build_analysis(records).verdict("SKILL")
+    assert verdict is not None and verdict.exclusions is not None
+    check = verdict.exclusions
+    assert (check.treatment_excluded, check.baseline_excluded) == (0, 0)
+    # 12/40 against 0/40, less one standard error of the difference (sqrt(0.15 * 0.85 * 2/40) = 0.08): 8 trials.
+    assert (check.treatment_excess, check.baseline_excess) == (8, 0) and check.imputed
+    assert check.worst.low < verdict.pass_rate.low  # type: ignore[union-attr]
+
+
+def test_balanced_retries_are_not_bounded() -> None:
+    plan = {"CONTROL": {f"t{i:02d}": "PF" for i in range(20)}, "SKILL": {f"t{i:02d}": "PP" for i in range(20)}}
+    records = [retried(r) if int(r.task[1:]) < 3 and r.trial == 1 else r for r in suite(plan)]
+    verdict = build_analysis(records).verdict("SKILL")
+    assert verdict is not None and verdict.exclusions is not None
+    assert not verdict.exclusions.imputed and verdict.label == "improvement"

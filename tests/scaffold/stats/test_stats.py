@@ -655,3 +655,35 @@ def test_impute_excluded_puts_trials_back_as_passes_or_failures() -> None:
     assert (out[("a", "T")].scored, out[("a", "T")].passed, out[("a", "T")].pass_rate) == (4, 2, 0.5)
     assert (out[("b", "T")].scored, out[("b", "T")].passed, out[("b", "T")].pass_rate) == (1, 0, 0.0)
     assert out[("a", "B")].mean_score == 0.3  # only the pass rate is imputed
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["B", "T"])), st.integers(0, 6), max_size=8
+    ),
+    st.integers(0, 30),
+    st.integers(0, 30),
+)
+def test_excess_recovered_is_one_sided_and_within_the_recovered(
+    recovered: dict[tuple[str, str], int], extra_b: int, extra_t: int
+) -> None:
+    from scaffold.stats.exclusions import excess_recovered
+
+    trials = {
+        side: sum(n for (_, s), n in recovered.items() if s == side) + extra
+        for side, extra in (("B", extra_b), ("T", extra_t))
+    }
+    out = excess_recovered(recovered, trials, "B", "T")
+    assert len({side for _, side in out}) <= 1  # only the side that recovered the larger share
+    for key, n in out.items():
+        assert 0 < n <= recovered[key]
+    if out:
+        side = next(iter(out))[1]
+        other = "B" if side == "T" else "T"
+        share = {s: sum(n for (_, x), n in recovered.items() if x == s) / trials[s] for s in ("B", "T")}
+        assert share[side] > share[other]
+        assert sum(out.values()) <= (share[side] - share[other]) * trials[side] + 1e-9
+    swapped = {(task, "T" if s == "B" else "B"): n for (task, s), n in recovered.items()}
+    mirrored = excess_recovered(swapped, {"B": trials["T"], "T": trials["B"]}, "B", "T")
+    assert sorted(n for n in mirrored.values()) == sorted(n for n in out.values())
