@@ -67,7 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final, TypeVar, cast
 
 import msgspec
 
@@ -156,9 +156,12 @@ def decide(
     effect: float,
     *,
     scope_alpha: float | None = None,
+    once: Once | None = None,
 ) -> TreatmentVerdict:
     """The verdict of *treatment* against *baseline* (the rules: the module docstring). *scope_alpha*:
-    the level the scope is chosen at, when *alpha* is a share of it (Holm's, in a family)."""
+    the level the scope is chosen at, when *alpha* is a share of it (Holm's, in a family). *once*: the
+    comparisons of an earlier call for the same pair, reused."""
+    once = once or Once()
     if not baseline_found:
         missing = Insufficient(f"baseline {baseline!r} has no trials", 0, MIN_TASKS)
         return TreatmentVerdict(
@@ -172,9 +175,9 @@ def decide(
             INSUFFICIENT,
             None,
         )
-    pass_rate = _compare(sets.analysis, baseline, treatment, "pass_rate")
-    score = _compare(sets.analysis, baseline, treatment, "mean_score")
-    on_tasks = compare_on_tasks(sets.analysis, baseline, treatment)
+    pass_rate = once.get("pass_rate", lambda: _compare(sets.analysis, baseline, treatment, "pass_rate"))
+    score = once.get("mean_score", lambda: _compare(sets.analysis, baseline, treatment, "mean_score"))
+    on_tasks = once.get("on_tasks", lambda: compare_on_tasks(sets.analysis, baseline, treatment))
     across = isinstance(pass_rate, PairedComparison) and pass_rate.n >= across_tasks_needed(scope_alpha or alpha)
     scope = ACROSS_TASKS if across else ON_THESE_TASKS
     compare = _across(baseline, treatment) if across else _on_tasks(baseline, treatment)
@@ -182,8 +185,8 @@ def decide(
     label = label_of(decisive, alpha)
     on_label = label_of(on_tasks, alpha)
     noisy = any(counts[t].excluded or counts[t].flagged for t in (baseline, treatment))
-    raw_label = label_of(compare(sets.raw), alpha) if noisy else label
-    strict_label = label_of(compare(sets.strict), alpha) if noisy else label
+    raw_label = label_of(once.get(("raw", scope), lambda: compare(sets.raw)), alpha) if noisy else label
+    strict_label = label_of(once.get(("strict", scope), lambda: compare(sets.strict)), alpha) if noisy else label
     # What every verdict of this comparison holds; the label, reason and the figures of a comparison
     # that could be made are set below.
     verdict = TreatmentVerdict(
@@ -209,7 +212,7 @@ def decide(
     if isinstance(pass_rate, PairedComparison):
         power = tasks_needed(pass_rate.sd, effect, alpha, trials=_typical_trials(sets.analysis, pass_rate))
     trials = trials_needed(_baseline_rate(sets.analysis, baseline, decisive.tasks), effect, alpha)
-    bounds = _bounds(sets, baseline, treatment, counts, alpha, decisive, compare)
+    bounds = _bounds(sets, baseline, treatment, counts, alpha, decisive, once.bind(scope, compare))
     lost = {t: counts[t].excluded_share for t in (baseline, treatment)}
     worst = max(lost, key=lambda t: (lost[t], t))
     if lost[worst] > EXCLUDED_SHARE_LIMIT:
@@ -241,7 +244,8 @@ def decide(
         reason += "; " + _why_not_across(pass_rate, alpha)
     elif isinstance(on_tasks, OnTasksComparison):
         on_reason = _figures(on_tasks, alpha, on_label)
-    mixed = per_task_effects(sets.analysis, baseline, treatment, rate=scope_alpha or alpha)
+    rate = scope_alpha or alpha
+    mixed = once.get(("mixed", rate), lambda: per_task_effects(sets.analysis, baseline, treatment, rate=rate))
     reason += _mixed_note(mixed, label, scope_alpha or alpha)
     return msgspec.structs.replace(
         verdict,
@@ -278,6 +282,30 @@ def _mixed_note(mixed: Heterogeneity | None, label: Label, alpha: float) -> str:
 
 
 Compare = Callable[[Sequence[TaskSummary]], "PairedComparison | OnTasksComparison | Insufficient"]
+T = TypeVar("T")
+
+
+class Once:
+    """The comparisons of one pair of treatments, each computed on its first use. Holm's procedure
+    decides a treatment twice (at the family's alpha to rank the p-values, then at its step's level),
+    and only the labels depend on alpha: the comparisons, the extremes of the bounds and the per-task
+    effects are the same both times."""
+
+    def __init__(self) -> None:
+        self._found: dict[object, Any] = {}
+
+    def get(self, key: object, make: Callable[[], T]) -> T:
+        if key not in self._found:
+            self._found[key] = make()
+        return cast("T", self._found[key])
+
+    def bind(self, scope: str, compare: Compare) -> Compare:
+        """*compare* of the deciding scope, remembered per set of summaries (the bounds' extremes)."""
+        return lambda summaries: self.get((scope, _key_of(summaries)), lambda: compare(summaries))
+
+
+def _key_of(summaries: Sequence[TaskSummary]) -> tuple[tuple[str, str, int, int], ...]:
+    return tuple((s.task, s.treatment, s.passed, s.scored) for s in summaries)
 
 
 def _across(baseline: str, treatment: str) -> Compare:
@@ -309,7 +337,8 @@ def decide_all(
     """The verdicts of every treatment but the baseline, in *treatments* order, the family held to
     *alpha* by Holm's step-down procedure (the module docstring)."""
     others = [t for t in treatments if t != baseline]
-    first = {t: decide(sets, t, baseline, baseline_found, counts, alpha, effect) for t in others}
+    once = {t: Once() for t in others}
+    first = {t: decide(sets, t, baseline, baseline_found, counts, alpha, effect, once=once[t]) for t in others}
     p_values = {t: _decisive_p(v) for t, v in first.items()}
     ranked = sorted((t for t in others if math.isfinite(p_values[t])), key=lambda t: (p_values[t], t))
     k = len(ranked)
@@ -320,7 +349,7 @@ def decide_all(
     for i, t in enumerate(ranked):
         level = alpha / (k - i)
         open_ = open_ and p_values[t] <= level
-        v = decide(sets, t, baseline, baseline_found, counts, level, effect, scope_alpha=alpha)
+        v = decide(sets, t, baseline, baseline_found, counts, level, effect, scope_alpha=alpha, once=once[t])
         rule = f"{k} treatments compared with {baseline}: Holm's step-down test holds the family to alpha {alpha}; "
         if open_ or p_values[t] > level:
             rule += f"this comparison's p = {p_values[t]:.3g} was held to {level:.3g}"

@@ -45,7 +45,7 @@ from typing import Final
 from scaffold.stats.exclusions import fisher_exact
 from scaffold.stats.outcomes import TaskSummary
 from scaffold.stats.paired import DEFAULT_SEED
-from scaffold.stats.stratified import side_interval
+from scaffold.stats.stratified import paired_tasks, side_interval
 
 __all__ = ["DRAWS", "GAMMA_FROM", "Heterogeneity", "TaskEffect", "benjamini_hochberg", "omnibus", "per_task_effects"]
 
@@ -114,15 +114,10 @@ def per_task_effects(
 ) -> Heterogeneity | None:
     """Per-task effects, the omnibus test and the helped/hurt tasks at false discovery rate *rate*;
     None when no task is scored under both treatments."""
-    rows: dict[str, dict[str, TaskSummary]] = {baseline: {}, treatment: {}}
-    for s in summaries:
-        if s.treatment in rows and s.scored > 0:
-            rows[s.treatment][s.task] = s
-    before, after = rows[baseline], rows[treatment]
-    paired = sorted(set(before) & set(after))
+    paired, _ = paired_tasks(summaries, baseline, treatment)
     if not paired:
         return None
-    effects = tuple(_effect(t, after[t], before[t]) for t in paired)
+    effects = tuple(_effect(task, after, before) for task, after, before in paired)
     strata = [
         (e.treatment_scored, e.baseline_scored, e.treatment_passed + e.baseline_passed, e.treatment_passed)
         for e in effects

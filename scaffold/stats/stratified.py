@@ -65,7 +65,14 @@ from scaffold.stats.rates import wilson_bounds
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["EXACT_SPAN", "OnTasksComparison", "compare_on_tasks", "side_interval", "stratified_p_value"]
+__all__ = [
+    "EXACT_SPAN",
+    "OnTasksComparison",
+    "compare_on_tasks",
+    "paired_tasks",
+    "side_interval",
+    "stratified_p_value",
+]
 
 _FFT_FROM: Final = 64  # laws longer than this are convolved by FFT
 NORMAL_FROM: Final = 30
@@ -113,35 +120,28 @@ def compare_on_tasks(
 ) -> OnTasksComparison | Insufficient:
     """The pass rates of *treatment* and *baseline* compared on the tasks scored under both (at least
     one); ``Insufficient`` when there is none."""
-    rows: dict[str, dict[str, TaskSummary]] = {baseline: {}, treatment: {}}
-    for s in summaries:
-        if s.treatment in rows:
-            rows[s.treatment][s.task] = s
-    before, after = rows[baseline], rows[treatment]
-    names = sorted(set(before) | set(after))
-    paired = [t for t in names if t in before and t in after and before[t].scored > 0 and after[t].scored > 0]
-    unpaired = tuple(t for t in names if t not in paired)
+    paired, unpaired = paired_tasks(summaries, baseline, treatment)
     if not paired:
         return Insufficient(
             f"insufficient data: no task has a scored trial under both {baseline!r} and {treatment!r}", 0, 1
         )
     weight = 1.0 / len(paired)
-    diffs = [after[t].pass_rate - before[t].pass_rate for t in paired]
+    diffs = [after.pass_rate - before.pass_rate for _, after, before in paired]
     mean = math.fsum(diffs) * weight
     down = up = 0.0
-    for t in paired:
-        p_t, low_t, high_t = side_interval(after[t].passed, after[t].scored, confidence)
-        p_b, low_b, high_b = side_interval(before[t].passed, before[t].scored, confidence)
+    for _, after, before in paired:
+        p_t, low_t, high_t = side_interval(after.passed, after.scored, confidence)
+        p_b, low_b, high_b = side_interval(before.passed, before.scored, confidence)
         down += (p_t - low_t) ** 2 + (high_b - p_b) ** 2
         up += (high_t - p_t) ** 2 + (p_b - low_b) ** 2
     low = max(mean - weight * math.sqrt(down), -1.0)
     high = min(mean + weight * math.sqrt(up), 1.0)
-    strata = [(after[t].scored, before[t].scored, after[t].passed + before[t].passed, after[t].passed) for t in paired]
+    strata = [(a.scored, b.scored, a.passed + b.passed, a.passed) for _, a, b in paired]
     p_value, exact = stratified_p_value(strata, seed=seed)
     return OnTasksComparison(
         baseline=baseline,
         treatment=treatment,
-        tasks=tuple(paired),
+        tasks=tuple(task for task, _, _ in paired),
         differences=tuple(diffs),
         mean_difference=mean,
         low=low,
@@ -153,6 +153,26 @@ def compare_on_tasks(
         unpaired=unpaired,
         confidence=confidence,
     )
+
+
+def paired_tasks(
+    summaries: Iterable[TaskSummary], baseline: str, treatment: str
+) -> tuple[list[tuple[str, TaskSummary, TaskSummary]], tuple[str, ...]]:
+    """(task, the treatment's summary, the baseline's) of every task scored under both, by name, and the
+    tasks seen under either that are not."""
+    rows: dict[str, dict[str, TaskSummary]] = {baseline: {}, treatment: {}}
+    for s in summaries:
+        if s.treatment in rows:
+            rows[s.treatment][s.task] = s
+    before, after = rows[baseline], rows[treatment]
+    names = sorted(set(before) | set(after))
+    paired = [
+        (t, after[t], before[t])
+        for t in names
+        if t in before and t in after and before[t].scored > 0 and after[t].scored > 0
+    ]
+    found = {t for t, _, _ in paired}
+    return paired, tuple(t for t in names if t not in found)
 
 
 def side_interval(passed: int, scored: int, confidence: float) -> tuple[float, float, float]:

@@ -9,29 +9,17 @@ its plan (``.fake-agent.json``), one invoking the skill and one not.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.scaffold.cli.eval.test_plan import manifest_data, skill
 from tests.scaffold.cli.eval.test_run import comet
-from tests.support.factories import REPO
+from tests.support.agents import register_fake_agent
 
-FAKE = REPO / "tests" / "data" / "fake_agent.py"
 SUMMARY = "# Summary\nall good\n"
-
-
-def _adapter(root: Path) -> Path:
-    adapter = {
-        "apiVersion": "comet.eval.agent/v1alpha1",
-        "kind": "EvalAgentAdapter",
-        "metadata": {"id": "fake", "version": "1.0.0"},
-        "runtime": {"executable": str(FAKE), "install": {"kind": "none"}},
-        "capabilities": {"singleTurn": True, "resume": True, "structuredEvents": True, "skillInvocationEvidence": True},
-    }
-    (root / "adapters" / "fake").mkdir(parents=True)
-    (root / "adapters" / "fake" / "adapter.yaml").write_text(yaml.safe_dump(adapter))
-    return root / "adapters"
 
 
 def _task(folder: Path, name: str, plan: dict[str, object]) -> dict[str, object]:
@@ -46,7 +34,9 @@ def _task(folder: Path, name: str, plan: dict[str, object]) -> dict[str, object]
     }
 
 
-def test_the_skill_under_test_is_required_scored_and_named_in_every_report(tmp_path: Path) -> None:
+def test_the_skill_under_test_is_required_scored_and_named_in_every_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = skill(tmp_path / "skills")
     uses = _task(folder, "uses-it", {"skill": "my-skill", "write": {"summary.md": SUMMARY}})
     ignores = _task(folder, "ignores-it", {"write": {"summary.md": SUMMARY}})
@@ -54,7 +44,8 @@ def test_the_skill_under_test_is_required_scored_and_named_in_every_report(tmp_p
     (folder / "comet").mkdir()
     manifest = manifest_data(evaluation={"tasks": [uses, ignores]})
     (folder / "comet" / "eval.yaml").write_text(yaml.safe_dump(manifest))
-    env = {"COMET_EVAL_ADAPTERS_DIR": str(_adapter(tmp_path))}
+    register_fake_agent(tmp_path, monkeypatch)
+    env = {name: os.environ[name] for name in ("COMET_EVAL_ADAPTERS_DIR", "FAKE_API_KEY")}
     result = comet(tmp_path, folder, "--agent", "fake", "--count", "1", "--html", "--experiment-id", "e1", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
 
