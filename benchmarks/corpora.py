@@ -7,7 +7,7 @@ skills included: some oracles read them), else CONTROL. The real path, in a fres
 treatment:
 
     pytest local/tests --tasks-dir CORPUS --task A,B --treatment T --agent oracle|nop --backend docker \\
-        --image-alias REF=LOCAL ... [-n N]
+        [--image-alias REF=LOCAL ...] [-n N]
 
 then the trial records are read. Per task: the oracle's verdict and reward, nop's, each trial's seconds to
 make its container ("ready": the workspace phase, the image built, or reused when an earlier run built it,
@@ -20,15 +20,12 @@ with one line per corpus:
 A sound task gives oracle 1 and nop 0; "errors" are trials the harness could not score (an image that does
 not build, a verifier that wrote no reward), counted apart from failures, as the reports count them.
 
-The aliases. The engine has no registry to pull ``python:3.13-slim-bookworm`` or ``ubuntu:24.04`` from, and
-the harness maps nothing by itself: a FROM image needs ``--image-alias``. This script works them out from
-each task's Dockerfile (:func:`stand_in`): the Debian release a python or debian tag names, else python
-3.13 and later and debian 13 -> ``comet-eval/base:trixie`` (Python 3.13); ubuntu, python up to 3.12 and
-older debian -> ``comet-eval/base:bookworm`` (Python 3.11: SkillsBench's ubuntu:24.04 tasks pin numpy
-1.26.4, which has no wheel for 3.13). The corpora's README (../shared/corpora/README.md) maps python:3.13
-to trixie whatever its tag says; its ``-bookworm`` tasks fail there (:func:`stand_in` says why) and pass on
-bookworm. ``--image-alias`` adds or overrides, ``--no-auto-aliases`` leaves them out. The stand-ins must
-exist (``comet images build-base --release bookworm|trixie``).
+The images. The engine has no registry to pull ``python:3.13-slim-bookworm`` or ``ubuntu:24.04`` from; the
+docker backend builds each on its default stand-in (scaffold.workspaces.stand_ins: the Debian release a
+tag names, else the nearest Python; ``comet images aliases`` prints it), so no alias is passed. The
+mapping is printed per corpus, with every image whose stand-in has another Python. ``--image-alias``
+overrides one (``REF=REF`` builds it as written). The stand-ins must exist (``comet images build-base
+--release bookworm|trixie``).
 
     .venv/bin/python benchmarks/corpora.py                                   # tests/data/harbor-tasks
     .venv/bin/python benchmarks/corpora.py ../shared/corpora/terminal-bench-2 ../shared/corpora/skillsbench -n 2
@@ -36,7 +33,7 @@ exist (``comet images build-base --release bookworm|trixie``).
 
 Options: ``--task PATTERN`` (repeatable, comma lists; exact names or a prefix with ``*``, in every corpus),
 ``-n N`` (pytest-xdist workers of each run), ``--agents oracle,nop``, ``--image-alias REF=LOCAL``,
-``--no-auto-aliases``, ``--dir FOLDER`` (where the runs' files go; kept, default a temporary folder that is
+``--dir FOLDER`` (where the runs' files go; kept, default a temporary folder that is
 removed), ``--timeout SECONDS`` (each pytest run). Exits non-zero only when a run could not be made (no
 engine, a missing stand-in, a pytest run that wrote no record for a task it was given), never because a
 task failed.
@@ -60,61 +57,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.collection import clean_env  # noqa: E402  (the same environment as collection's runs)
-from scaffold.catalog.tasks import Task, load_catalog  # noqa: E402
+from scaffold.catalog.tasks import load_catalog  # noqa: E402
 from scaffold.catalog.treatments import CONTROL, TASK_SKILLS  # noqa: E402
 from scaffold.errors import WorkspaceError  # noqa: E402
 from scaffold.experiment.cases import has_own_skills, parse_list  # noqa: E402
 from scaffold.records import TrialRecord  # noqa: E402
 from scaffold.records.files import read_record  # noqa: E402
-from scaffold.workspaces.docker.dockerfile import rewrite_dockerfile  # noqa: E402
+from scaffold.session import HarnessSession, Options  # noqa: E402
 from scaffold.workspaces.docker.engine import connect, image_id  # noqa: E402
-from scaffold.workspaces.image_aliases import normalise_ref  # noqa: E402
+from scaffold.workspaces.stand_ins import ImageChoice  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "tests" / "data" / "harbor-tasks"
-BOOKWORM = "comet-eval/base:bookworm"
-TRIXIE = "comet-eval/base:trixie"
 AGENTS = ("oracle", "nop")
-
-
-def stand_in(ref: str) -> str | None:
-    """The local stand-in for the image *ref*; None for an image of our own (``comet-eval/...``) or one the
-    rule does not cover (the engine then pulls it, or the build fails). The Debian release a tag names
-    decides first (``python:3.13-slim-bookworm`` is bookworm's gcc 12 and OpenSSL 3.0 with Python 3.13 on
-    top: on trixie's gcc 14 vulnerable-secret's C does not compile, and OpenSSL 3.5 prints a certificate's
-    subject so that openssl-selfsigned-cert's own check cannot read it), then the Python version."""
-    name, _, tag = normalise_ref(ref).partition("@")[0].rpartition(":")
-    if name.startswith("comet-eval/"):
-        return None
-    for release in ("trixie", "bookworm", "bullseye", "buster"):
-        if name in ("python", "debian") and release in tag:
-            return TRIXIE if release == "trixie" else BOOKWORM
-    if name == "python":
-        major, _, rest = tag.partition("-")[0].partition(".")
-        minor = rest.split(".")[0]
-        if major.isdigit() and minor.isdigit():
-            return TRIXIE if (int(major), int(minor)) >= (3, 13) else BOOKWORM
-        return None
-    if name == "debian":
-        return TRIXIE if tag.startswith("13") else BOOKWORM
-    if name == "ubuntu":
-        return BOOKWORM
-    return None
-
-
-def auto_aliases(tasks: Sequence[Task]) -> dict[str, str]:
-    """``REF -> stand-in`` for every FROM image of *tasks*' Dockerfiles that the rule covers."""
-    out: dict[str, str] = {}
-    for task in tasks:
-        dockerfile = task.environment_dir / "Dockerfile"
-        try:
-            bases = rewrite_dockerfile(dockerfile.read_text(encoding="utf-8")).bases
-        except (OSError, UnicodeDecodeError):
-            continue
-        for base in bases:
-            local = stand_in(base)
-            if local is not None:
-                out[normalise_ref(base)] = local
-    return out
 
 
 @dataclass
@@ -211,7 +165,6 @@ def run_group(
     agent: str,
     out: Path,
     args: argparse.Namespace,
-    aliases: dict[str, str],
 ) -> tuple[dict[str, Trial], float, str]:
     """One pytest run of *names* under *treatment* with *agent*: its trials by task, its wall time, and
     the tail of its output (for a task that left no record)."""
@@ -219,7 +172,7 @@ def run_group(
     argv = [sys.executable, "-m", "pytest", str(ROOT / "local" / "tests"), f"--tasks-dir={corpus}"]
     argv += [f"--task={','.join(names)}", f"--treatment={treatment}", f"--agent={agent}", "--backend=docker"]
     argv += ["-p", "no:cacheprovider", "-q", f"--logs-dir={out / 'logs'}", f"--workspace-root={out / 'ws'}"]
-    argv += [f"--image-alias={ref}={local}" for ref, local in sorted(aliases.items())]
+    argv += [f"--image-alias={alias}" for alias in args.image_alias]
     if args.workers > 1:
         argv += ["-n", str(args.workers)]
     start = time.monotonic()
@@ -236,8 +189,18 @@ def run_group(
     return found, wall, tail
 
 
-def require_stand_ins(aliases: dict[str, str]) -> None:
-    needed = sorted(set(aliases.values()))
+def image_choices(corpus: Path, names: Sequence[str], args: argparse.Namespace) -> list[ImageChoice]:
+    """What the runs' sessions build *names*' FROM images on (the same session rule), once per image."""
+    options = Options(root=ROOT, tasks_dirs=(corpus,), image_aliases=tuple(args.image_alias))
+    found: dict[tuple[str, str], ImageChoice] = {}
+    for choices in HarnessSession(options).image_choices(names).values():
+        for choice in choices:
+            found.setdefault((choice.image, choice.local), choice)
+    return [found[key] for key in sorted(found)]
+
+
+def require_stand_ins(choices: Sequence[ImageChoice]) -> None:
+    needed = sorted({c.local for c in choices})
     if not needed:
         return
     try:
@@ -251,8 +214,8 @@ def require_stand_ins(aliases: dict[str, str]) -> None:
     if missing:
         releases = " and ".join(tag.rpartition(":")[2] for tag in missing)
         raise SystemExit(
-            f"the stand-in images {', '.join(missing)} are missing: comet images build-base --release "
-            f"{releases} (one at a time), or pass --no-auto-aliases with --image-alias"
+            f"the images {', '.join(missing)} are missing: comet images build-base --release {releases} (one "
+            "at a time), or pass --image-alias REF=LOCAL"
         )
 
 
@@ -282,11 +245,12 @@ def run_corpus(corpus: Path, args: argparse.Namespace, folder: Path) -> tuple[st
     if not names:
         return f"{label}: no task selected", True
     tasks = [catalog.tasks[n] for n in names]
-    aliases = {} if args.no_auto_aliases else auto_aliases(tasks)
-    aliases.update(dict(a.split("=", 1) for a in args.image_alias))
-    require_stand_ins(aliases)
-    if aliases:
-        print("  aliases: " + ", ".join(f"{ref}={local}" for ref, local in sorted(aliases.items())))
+    choices = image_choices(corpus, names, args)
+    require_stand_ins(choices)
+    for choice in choices:
+        print(f"  {choice.image} builds on {choice.local} ({choice.by})")
+        if choice.mismatch:
+            print(f"    {choice.mismatch}")
     groups: dict[str, list[str]] = {}
     for task in tasks:
         groups.setdefault(TASK_SKILLS if has_own_skills(task) else CONTROL, []).append(task.name)
@@ -295,7 +259,7 @@ def run_corpus(corpus: Path, args: argparse.Namespace, folder: Path) -> tuple[st
     for agent in args.agents:
         for treatment, members in sorted(groups.items()):
             out = folder / label / f"{agent}-{treatment}"
-            found, wall, tail = run_group(corpus, members, treatment, agent, out, args, aliases)
+            found, wall, tail = run_group(corpus, members, treatment, agent, out, args)
             walls += wall
             where = f" ({out})" if args.dir else ""
             print(f"  {agent} under {treatment}: {len(found)}/{len(members)} records in {wall:.0f} s{where}")
@@ -341,8 +305,7 @@ def main() -> int:
     parser.add_argument("--task", action="append", default=[], help="task names or prefixes with * (repeatable)")
     parser.add_argument("-n", "--workers", type=int, default=1, help="pytest-xdist workers of each run (default 1)")
     parser.add_argument("--agents", default=",".join(AGENTS), help="agents, in order (default oracle,nop)")
-    parser.add_argument("--image-alias", action="append", default=[], help="REF=LOCAL, over the automatic ones")
-    parser.add_argument("--no-auto-aliases", action="store_true", help="only the --image-alias given")
+    parser.add_argument("--image-alias", action="append", default=[], help="REF=LOCAL, over the default stand-ins")
     parser.add_argument("--dir", type=Path, help="where the runs' files go, kept (default: a temporary folder)")
     parser.add_argument("--timeout", type=float, default=4 * 3600.0, help="seconds per pytest run (default 4 h)")
     args = parser.parse_args()

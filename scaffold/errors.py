@@ -216,7 +216,8 @@ class InputWarning(UserWarning):
 
 class TaskWarning(UserWarning):
     """What loading a task noticed and accepted (scaffold.catalog.tasks.Task.warnings: an index.yaml entry that
-    disagrees with task.toml, which wins): the task runs as its task.toml says, and the run says so once.
+    disagrees with task.toml, which wins; on docker, an image whose stand-in has another Python, both named):
+    the task runs as it is, and the run says so once.
     ``-W error::scaffold.errors.TaskWarning`` makes it an error."""
 
 

@@ -72,6 +72,7 @@ from scaffold.workspaces.backends import create_backend, sweep_crashed
 from scaffold.workspaces.engines import Engine, order, resolve_pool, total_capacity
 from scaffold.workspaces.image_aliases import resolve_image_aliases
 from scaffold.workspaces.owners import state_root
+from scaffold.workspaces.stand_ins import ImageChoice
 from scaffold.workspaces.uv_tool import uv_binaries
 
 if TYPE_CHECKING:
@@ -456,9 +457,16 @@ class HarnessSession:
         if harbor:
             shown = ", ".join(harbor[:5]) + (f" and {len(harbor) - 5} more" if len(harbor) > 5 else "")
             what = "is a Harbor-format task" if len(harbor) == 1 else "are Harbor-format tasks"
+            composed = [name for name in harbor if _has_compose(tasks.tasks[name])]
+            several = (
+                f" ({', '.join(composed[:5])} also {'runs' if len(composed) == 1 else 'run'} several containers "
+                "from a docker-compose.yaml)"
+                if composed
+                else ""
+            )
             raise SelectionError(
                 f"--backend={self.options.backend}: {shown} {what}, which work in their image's own file "
-                "system; run them with --backend docker"
+                f"system{several}; run them with --backend docker"
             )
 
     def input_warnings(self) -> list[str]:
@@ -472,7 +480,23 @@ class HarnessSession:
         task.toml, which wins): the run says it once, at collection (scaffold.errors.TaskWarning)."""
         tasks, _ = self.catalogs()
         chosen = sorted({item.task for item in self.cases() if isinstance(item, Case)})
-        return [str(p) for name in chosen for p in tasks.tasks[name].warnings]
+        found = [str(p) for name in chosen for p in tasks.tasks[name].warnings]
+        if self.resolved.backend == "docker":  # an image whose stand-in has another Python
+            for name, choices in self.image_choices(chosen).items():
+                found += [f"task {name}: {c.mismatch}" for c in choices if c.mismatch is not None]
+        return found
+
+    def image_choices(self, names: Sequence[str] | None = None) -> dict[str, tuple[ImageChoice, ...]]:
+        """What the docker backend builds each task's FROM images on: the image alias, else the default
+        stand-in (scaffold.workspaces.stand_ins), by task name; tasks built on the base image have none.
+        *names*: these tasks of the catalog (default: all of them)."""
+        from scaffold.workspaces.docker.base_image import BASE_TAG
+        from scaffold.workspaces.docker.harbor_image import base_choices
+
+        tasks, _ = self.catalogs()
+        aliases = self.image_aliases()
+        chosen = sorted(tasks.tasks) if names is None else names
+        return {name: base_choices(tasks.tasks[name], aliases, BASE_TAG) for name in chosen}
 
     # -- how to run it
 
@@ -661,7 +685,8 @@ class HarnessSession:
     def image_aliases(self) -> dict[str, str]:
         """The image aliases: the file (``--image-alias-file``, else ``$COMET_IMAGE_ALIAS_FILE``), then
         ``$COMET_IMAGE_ALIASES``, then ``--image-alias`` (scaffold.workspaces.image_aliases); a malformed one
-        is a SelectionError before any trial."""
+        is a SelectionError before any trial. The docker backend applies them over the default stand-ins
+        (:meth:`image_choices`)."""
         options = self.options
         return resolve_image_aliases(options.image_aliases, options.image_alias_file, self._environ)
 
@@ -733,3 +758,7 @@ def _say(message: str) -> None:
     """A worker's news the record cannot carry (an engine of the pool died): on stderr, where a single
     process shows it and pytest-xdist keeps it in the worker's output."""
     print(f"comet: {message}", file=sys.stderr, flush=True)
+
+
+def _has_compose(task: Task) -> bool:
+    return task.harbor is not None and task.harbor.compose is not None

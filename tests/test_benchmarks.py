@@ -46,7 +46,8 @@ def test_benchmark_runs_at_a_tiny_size(name: str) -> None:
 @pytest.mark.slow
 def test_the_corpora_benchmark_runs_on_two_example_tasks(docker_base_image: str) -> None:
     # One task under CONTROL, one under its own skills (TASK_SKILLS): both of corpora.py's runs per agent.
-    # Both name python:3.13-slim-bookworm, which corpora.py maps to the bookworm stand-in (docker_base_image).
+    # Both name python:3.13-slim-bookworm, which the docker backend builds on the bookworm stand-in by default
+    # (docker_base_image): corpora.py passes no alias.
     done = run("corpora", "--task", "kv-http-server,ledger-check-codes", timeout=1200)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     last = done.stdout.strip().splitlines()[-1]

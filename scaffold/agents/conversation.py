@@ -24,7 +24,7 @@ import msgspec
 
 from scaffold.agents.base import AgentRequest
 from scaffold.agents.credentials import load_environment
-from scaffold.agents.streams.events import merge_turns
+from scaffold.agents.streams.events import merge_turns, skills_by_name
 from scaffold.catalog.tasks import Interaction
 from scaffold.trajectory import Trajectory
 from scaffold.workspaces.base import Workspace
@@ -169,7 +169,9 @@ def converse(
             break
     if not turns:
         return Trajectory(agent=agent.name, errors=("no time left for a first turn",), completed=False, timed_out=True)
-    merged = merge_turns(turns)
+    # A read of the SKILL.md of a skill installed under a folder its frontmatter does not name is a use
+    # of that skill: the trajectory names it as the treatment (and so every rubric and report) does.
+    merged = skills_by_name(merge_turns(turns), request.treatment.names_by_folder)
     return msgspec.structs.replace(merged, interaction_log=tuple(log), completed=finished)
 
 

@@ -24,6 +24,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from scaffold.catalog.compose import Compose, compose_file, load_compose, variables
 from scaffold.catalog.harbor import harbor_marker, map_harbor
 from scaffold.errors import Problem, TaskError
 from scaffold.util.schema import (
@@ -160,6 +161,8 @@ class HarborSettings:
     distractor_skills: tuple[str, ...] = ()
     uv_shim: Literal["auto", "always", "never"] = "auto"
     """The local stand-in for verifiers that bootstrap ``uv`` from the internet (``[comet] uv_shim``)."""
+    compose: Compose | None = None
+    """The environment's compose file (scaffold.catalog.compose): the main service and its sidecars."""
     unused: Mapping[str, object] = field(default_factory=dict, hash=False, compare=False)
 
 
@@ -338,43 +341,41 @@ def _read_harbor(
         problems.append(Problem(folder, f"the folder name is the task's name, which {_NAME_RULE}", value=folder.name))
     problems.extend(_harbor_files(folder, require_solution=require_solution))
     problems.extend(_symlinks_outside(folder))
-    warnings: list[Problem] = []
-    compose = _compose_file(folder)
-    if compose is not None and (folder / "environment" / "Dockerfile").is_file():
-        warnings.append(
-            Problem(compose, "ignored: comet-eval builds environment/Dockerfile (one container), not a compose file")
-        )
     if spec is None:
         return None, problems
-    harbor = HarborSettings(**mapped.settings, unused=mapped.unused)
+    settings = dict(mapped.settings)
+    compose, compose_problems, warnings = _read_compose(folder, spec, settings.get("environment_env", ()))
+    problems.extend(compose_problems)
+    harbor = HarborSettings(**settings, compose=compose, unused=mapped.unused)
     return Task(folder.name, folder, spec, format="harbor", harbor=harbor, warnings=tuple(warnings)), problems
 
 
-def _compose_file(folder: Path) -> Path | None:
-    for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"):
-        if (folder / "environment" / name).is_file():
-            return folder / "environment" / name
-    return None
+def _read_compose(
+    folder: Path, spec: TaskSpec, env: Sequence[tuple[str, str]]
+) -> tuple[Compose | None, list[Problem], list[Problem]]:
+    """The environment's compose file, when it has one, with its problems and warnings."""
+    environment = folder / "environment"
+    path = compose_file(environment)
+    if path is None:
+        return None, [], []
+    limits = spec.environment
+    names = variables(
+        task=folder.name, environment_dir=environment, cpus=limits.cpus, memory_mb=limits.memory_mb, env=dict(env)
+    )
+    return load_compose(path, variables=names, has_dockerfile=(environment / "Dockerfile").is_file())
 
 
 def _harbor_files(folder: Path, *, require_solution: bool) -> list[Problem]:
     problems: list[Problem] = []
     if not (folder / "instruction.md").is_file():
         problems.append(Problem(folder / "instruction.md", "missing: the agent's instruction goes here"))
-    if not (folder / "environment" / "Dockerfile").is_file():
-        compose = _compose_file(folder)
-        if compose is not None:
-            problems.append(
-                Problem(
-                    compose,
-                    "not supported here: comet-eval runs a Harbor task in one container built from "
-                    "environment/Dockerfile; a docker-compose environment (several services) cannot run",
-                )
+    if not (folder / "environment" / "Dockerfile").is_file() and compose_file(folder / "environment") is None:
+        problems.append(
+            Problem(
+                folder / "environment" / "Dockerfile",
+                "missing: a Harbor task's image is built from it (or from its docker-compose.yaml)",
             )
-        else:
-            problems.append(
-                Problem(folder / "environment" / "Dockerfile", "missing: a Harbor task's image is built from it")
-            )
+        )
     if require_solution and not (folder / "solution" / "solve.sh").is_file():
         problems.append(
             Problem(folder / "solution" / "solve.sh", "missing: the reference solution the oracle agent runs")

@@ -102,6 +102,13 @@ class Treatment:
     def skill_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.skills)
 
+    @property
+    def names_by_folder(self) -> dict[str, str]:
+        """Folder -> name for the skills installed under a folder that is not their name (a task's own
+        skill whose SKILL.md names it otherwise), leaving out a folder that is another skill's name."""
+        names = set(self.skill_names)
+        return {s.folder_name: s.name for s in self.skills if s.folder_name != s.name and s.folder_name not in names}
+
 
 _BUILTIN_CONTROL = Treatment(CONTROL, "No skills (baseline)")
 TASK_SKILLS_PLACEHOLDER = Treatment(TASK_SKILLS, "The task's own skills (environment/skills)")

@@ -1,18 +1,40 @@
-"""``comet engines check`` and ``comet images build-base``: the Docker engines of a pool, and the offline
-base images."""
+"""``comet engines check`` and ``comet images list|aliases|build-base``: the Docker engines of a pool, the
+offline stand-in images and what each task's FROM images map to."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from scaffold.workspaces.stand_ins import STAND_INS, ImageChoice, choose_image, version_text
+
 __all__ = ["add_commands"]
+
+RULE_EXAMPLES = (
+    "python:3.9-slim",
+    "python:3.11-slim",
+    "python:3.12-slim",
+    "python:3.13-slim",
+    "python:3.14",
+    "python:3.13-slim-bookworm",
+    "python:3.11-slim-trixie",
+    "python:3.10-bullseye",
+    "ubuntu:22.04",
+    "ubuntu:24.04",
+    "ubuntu:25.04",
+    "debian:11",
+    "debian:12-slim",
+    "debian:13.0-slim",
+    "debian:stable-slim",
+)
+"""The images ``comet images aliases --rules`` shows the default rule on."""
 
 
 def add_commands(commands: Any) -> None:
-    """``comet engines check`` and ``comet images build-base``."""
+    """``comet engines check`` and ``comet images list|aliases|build-base``."""
     engines = commands.add_parser("engines", help="the Docker engines of a pool (docs/scale.md)")
     engine_commands = engines.add_subparsers(title="engines commands", metavar="COMMAND")
     check = engine_commands.add_parser(
@@ -30,16 +52,37 @@ def add_commands(commands: Any) -> None:
     check.add_argument("--docker-pool", type=Path, metavar="FILE", help="a pool file of [[engines]] tables")
     check.add_argument("--json", action="store_true", help="one JSON object per engine, in a list")
     check.set_defaults(func=_engines_check)
-    images = commands.add_parser("images", help="Docker images for the docker backend")
+    images = commands.add_parser("images", help="Docker images for the docker backend (default: images list)")
+    images.set_defaults(func=_images_list, json=False)
     image_commands = images.add_subparsers(title="images commands", metavar="COMMAND")
+    listing = image_commands.add_parser(
+        "list", help="the stand-in images: Debian release, Python version, and whether the engine has them"
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_images_list)
+    aliases = image_commands.add_parser(
+        "aliases",
+        help="what the docker backend builds each task's FROM images on: the image aliases, else the default "
+        "stand-in; a stand-in with another Python than the image is named",
+    )
+    aliases.add_argument(
+        "dirs", nargs="*", type=Path, metavar="DIR", help="tasks folder(s) (default: local/tasks, else the built-ins)"
+    )
+    aliases.add_argument("--image-alias", action="append", default=[], metavar="REF=LOCAL", help="as a session's")
+    aliases.add_argument("--image-alias-file", type=Path, metavar="FILE", help="as a session's")
+    aliases.add_argument("--rules", action="store_true", help="also the default rule, on example images")
+    aliases.add_argument("--json", action="store_true", help="print JSON")
+    aliases.set_defaults(func=_images_aliases)
     base = image_commands.add_parser(
         "build-base", help="build the base image offline from Debian packages (debootstrap + import)"
     )
     base.add_argument(
         "--release",
         default="bookworm",
-        choices=("bookworm", "trixie"),
-        help="Debian release: bookworm (Python 3.11, our own tasks' base) or trixie (Python 3.13) (default: bookworm)",
+        choices=[stand_in.release for stand_in in STAND_INS],
+        help="Debian release: "
+        + " or ".join(f"{s.release} (Python {version_text(s.python)})" for s in STAND_INS)
+        + " (default: bookworm, our own tasks' base)",
     )
     base.add_argument("--tag", default=None, help="image tag (default: comet-eval/base:RELEASE)")
     base.add_argument("--mirror", default=None, help="Debian mirror URL (default: the one apt uses)")
@@ -91,3 +134,118 @@ def _images_build_base(args: argparse.Namespace) -> int:
     verb = "built" if image.built else "already present, reused"
     print(f"{image.tag} {verb} ({image.image_id[:19]}, {image.duration_s:.0f} s)")
     return 0
+
+
+def _images_list(args: argparse.Namespace) -> int:
+    from scaffold.errors import WorkspaceError
+    from scaffold.workspaces.docker.engine import connect, image_id
+
+    found: dict[str, str | None] = {}
+    problem = ""
+    try:
+        client = connect()
+    except WorkspaceError as exc:
+        problem = str(exc)
+    else:
+        try:
+            found = {s.tag: image_id(client, s.tag) for s in STAND_INS}
+        finally:
+            client.close()
+    rows = [
+        {
+            "tag": s.tag,
+            "release": s.release,
+            "debian": s.debian,
+            "python": version_text(s.python),
+            "image_id": found.get(s.tag),
+            "build": f"comet images build-base --release {s.release}",
+        }
+        for s in STAND_INS
+    ]
+    if args.json:
+        print(json.dumps({"stand_ins": rows, "engine_problem": problem or None}, indent=2))
+        return 0
+    print(f"{'stand-in':<26} {'Debian':<14} {'Python':<7} on the engine")
+    for row in rows:
+        if problem:
+            state = "unknown (no engine)"
+        elif row["image_id"]:
+            state = f"yes ({str(row['image_id'])[:19]})"
+        else:
+            state = f"missing: {row['build']}"
+        debian = f"{row['debian']} ({row['release']})"
+        print(f"{row['tag']:<26} {debian:<14} {row['python']:<7} {state}")
+    if problem:
+        print(f"engine: {problem}")
+    pythons = ", ".join(str(row["python"]) for row in rows)
+    print(
+        f"Pythons served: {pythons}. An image with another Python maps to the nearest (3.12 to 3.11); "
+        "`comet images aliases` names each such task."
+    )
+    return 0
+
+
+def _images_aliases(args: argparse.Namespace) -> int:
+    from scaffold.session import HarnessSession, Options
+
+    options = Options(
+        root=Path(),
+        tasks_dirs=tuple(args.dirs),
+        image_aliases=tuple(args.image_alias),
+        image_alias_file=args.image_alias_file,
+    )
+    session = HarnessSession(options)
+    by_task = session.image_choices()
+    rows = _rows(by_task)
+    rules = [c for c in (choose_image(ref, session.image_aliases()) for ref in RULE_EXAMPLES) if c is not None]
+    if args.json:
+        data: dict[str, Any] = {"images": rows}
+        if args.rules:
+            data["rules"] = [_plain(c) for c in rules]
+        print(json.dumps(data, indent=2))
+        return 0
+    if rows:
+        _table(rows)
+    else:
+        tasks, _ = session.catalogs()
+        print(
+            f"none of the {len(tasks.tasks)} tasks names an image with a stand-in or an alias: they build "
+            "FROM ${BASE_IMAGE} (comet-eval/base:bookworm) or as written"
+        )
+    for row in rows:
+        if row["mismatch"]:
+            print(f"warning: {row['mismatch']} (tasks: {', '.join(row['tasks'])})")
+    if args.rules:
+        print("\nthe default rule (scaffold.workspaces.stand_ins), on example images:")
+        _table([{**_plain(c), "tasks": []} for c in rules])
+    return 0
+
+
+def _plain(choice: ImageChoice) -> dict[str, Any]:
+    return {
+        "image": choice.image,
+        "local": choice.local,
+        "by": choice.by,
+        "asks": version_text(choice.asks) if choice.asks else None,
+        "serves": version_text(choice.serves) if choice.serves else None,
+        "mismatch": choice.mismatch,
+    }
+
+
+def _rows(by_task: Mapping[str, Sequence[ImageChoice]]) -> list[dict[str, Any]]:
+    """One row per (image, local image), with the tasks that name it, sorted by image."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for task, choices in sorted(by_task.items()):
+        for choice in choices:
+            row = rows.setdefault((choice.image, choice.local), {**_plain(choice), "tasks": []})
+            row["tasks"].append(task)
+    return [rows[key] for key in sorted(rows)]
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> None:
+    width = max(len(str(r["image"])) for r in rows) + 2
+    print(f"{'image':<{width}}{'builds on':<26}{'by':<10}{'Python':<14}tasks")
+    for r in rows:
+        python = str(r["asks"] or "?") if r["asks"] == r["serves"] else f"{r['asks'] or '?'} -> {r['serves'] or '?'}"
+        tasks = ", ".join(r["tasks"][:4]) + (f" and {len(r['tasks']) - 4} more" if len(r["tasks"]) > 4 else "")
+        print(f"{r['image']:<{width}}{r['local']:<26}{r['by']:<10}{python:<14}{tasks}")

@@ -12,6 +12,8 @@
     comet agents install [NAME ...] [--prefix DIR]
     comet eval [TARGET] [options]     (scaffold.cli.eval.command)
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
+    comet images [list] [--json]
+    comet images aliases [DIR ...] [--image-alias REF=LOCAL] [--image-alias-file FILE] [--rules] [--json]
     comet images build-base [--release bookworm|trixie] [--tag TAG] [--mirror URL] [--force]
     comet report EXPERIMENT_DIR... [--out DIR] [--baseline NAME] [--html] [--report-config FILE] [--gate EXPR]...
                  [--allow-mixed] [--suite langfuse] [--transcripts]

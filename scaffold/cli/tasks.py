@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from scaffold.catalog.compose import Compose
 from scaffold.catalog.tasks import Task, TaskCatalog
 from scaffold.catalog.treatments import TreatmentCatalog
 from scaffold.errors import Problem
@@ -200,7 +201,28 @@ def _plain_harbor(task: Task | None) -> dict[str, Any] | None:
         "build_timeout_sec": settings.build_timeout_sec,
         "distractor_skills": list(settings.distractor_skills),
         "uv_shim": settings.uv_shim,
+        "compose": _plain_compose(settings.compose),
         "unused": dict(settings.unused),
+    }
+
+
+def _plain_compose(compose: Compose | None) -> dict[str, Any] | None:
+    """The compose file's services as they start (sidecars in order, then main); environment by name only."""
+    if compose is None:
+        return None
+    return {
+        "file": compose.file,
+        "services": [
+            {
+                "name": s.name,
+                "image": s.image,
+                "build": None if s.build is None else f"{s.build.context}/{s.build.dockerfile}",
+                "depends_on": [f"{d.service} ({d.condition})" for d in s.depends_on],
+                "environment": [name for name, _ in s.environment],
+            }
+            for s in (*compose.services, compose.main)
+        ],
+        "volumes": list(compose.volumes),
     }
 
 

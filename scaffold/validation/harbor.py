@@ -38,6 +38,7 @@ from scaffold.workspaces.base import Workspace
 __all__ = [
     "CTRF_FILE",
     "LOGS_SCRIPT",
+    "UVX_NOTES",
     "UV_DIR",
     "UV_SETUP",
     "ctrf_checks",
@@ -45,11 +46,15 @@ __all__ = [
     "parse_ctrf",
     "parse_reward",
     "uv_shim_needed",
+    "uvx_checks",
     "verify",
 ]
 
 UV_DIR: Final = "/opt/comet-uv"
 """Where the stand-in's ``uv`` and ``uvx`` binaries go in the container."""
+UVX_NOTES: Final = "comet-uvx-python.txt"
+"""The file of ``/logs/verifier`` where the stand-in's uvx notes each Python it served instead of the one
+asked for (the path is also written out in UV_SETUP)."""
 LOGS_SCRIPT: Final = "rm -rf /logs/verifier && mkdir -p /logs/verifier /logs/agent /logs/artifacts"
 _COLLECT: Final = "cd /logs/verifier && tar cf - --exclude=./.. . 2>/dev/null"
 _LOG_LIMIT: Final = 32 * 1024 * 1024
@@ -59,7 +64,8 @@ _LOG_LIMIT: Final = 32 * 1024 * 1024
 # it on PATH (``source $HOME/.local/bin/env``). uvx's ``-p/--python VERSION`` names an interpreter that
 # uv would download (python-build-standalone, from GitHub) when the image lacks it: the wrapper keeps
 # the request when such a Python is installed and otherwise uses the image's python3, which is what an
-# offline run can do (the drift is recorded in the verifier's output). The installer's own line,
+# offline run can do. That drift is written to UVX_NOTES ("uvx asked for Python 3.13, got 3.11.2"), which
+# the trial's record keeps as a skipped check (:func:`uvx_checks`). The installer's own line,
 # ``curl -LsSf https://astral.sh/uv/0.9.x/install.sh | sh``, would fail offline and end a verifier that
 # runs under ``set -euo pipefail`` (SkillsBench's manufacturing tasks) before it wrote a reward: a
 # ``curl`` in /usr/local/bin (ahead of the real one on PATH; only where the image has none there) answers
@@ -71,8 +77,21 @@ ln -sf /opt/comet-uv/uv "$bin/uv"
 cat > "$bin/uvx" <<'EOF'
 #!/bin/sh
 # comet-eval's offline stand-in for uvx: before the command, -p/--python VERSION becomes the image's
-# python VERSION when it has one, else its python3; everything else is passed on in order.
-pick() { if command -v "python$1" >/dev/null 2>&1; then command -v "python$1"; else command -v python3; fi; }
+# python VERSION when it has one, else its python3 (a numbered VERSION it is not is noted for the trial's
+# record); everything else is passed on in order.
+note() {
+  case "$1" in ''|*[!0-9.]*) return 0 ;; esac
+  got=$("$2" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null) || return 0
+  case "$got" in "$1"|"$1".*) return 0 ;; esac
+  notes=/logs/verifier/comet-uvx-python.txt
+  { mkdir -p "${notes%/*}" && echo "uvx asked for Python $1, got $got" >> "$notes"; } 2>/dev/null
+  return 0
+}
+pick() {
+  if command -v "python$1" >/dev/null 2>&1; then py=$(command -v "python$1"); else py=$(command -v python3); fi
+  note "$1" "$py"
+  echo "$py"
+}
 n=$#; i=0; before=1
 while [ "$i" -lt "$n" ]; do
   a="$1"; shift; i=$((i + 1))
@@ -178,7 +197,7 @@ def verify(
     for name in (".logs.tar", ".logs.stderr", "setup.stdout", "setup.stderr"):
         (out / name).unlink(missing_ok=True)
 
-    checks = ctrf_checks(files)
+    checks = ctrf_checks(files) + uvx_checks(files.get(UVX_NOTES))
     if result.timed_out and "reward.txt" not in files and "reward.json" not in files:
         checks.append(ValidationCheck("test.sh", "failed", "verifier", f"timed out after {timeout:g}s"))
         return ValidationOutcome(tuple(checks), reward=0.0)
@@ -233,6 +252,16 @@ def _extract(archive: Path, dest: Path) -> dict[str, bytes]:
     except (OSError, tarfile.TarError):
         return found
     return found
+
+
+def uvx_checks(notes: bytes | None) -> list[ValidationCheck]:
+    """The stand-in's notes of a Python served instead of the one asked for (``uvx -p 3.13`` run on an
+    image with 3.11) as one skipped check: kept in the record and shown in the transcript, never counted."""
+    lines = dict.fromkeys(line.strip() for line in (notes or b"").decode("utf-8", "replace").splitlines())
+    lines.pop("", None)
+    if not lines:
+        return []
+    return [ValidationCheck("uvx python", "skipped", "uv-shim", "; ".join(lines))]
 
 
 def parse_reward(text: bytes | None, json_text: bytes | None) -> tuple[float | None, str]:

@@ -2,8 +2,10 @@
 
 A Harbor-format task's Dockerfile says ``FROM python:3.13-slim-bookworm`` or ``FROM ubuntu:24.04``; an
 engine that cannot pull (offline, air-gapped) builds it ``FROM`` a local stand-in instead, such as
-``comet-eval/base:trixie`` (``comet images build-base --release trixie``). The aliases of a session come
-from, later ones winning for the same REF:
+``comet-eval/base:trixie`` (``comet images build-base --release trixie``). ``python:*``, ``debian:*`` and
+``ubuntu:*`` images have a default stand-in (scaffold.workspaces.stand_ins); an alias overrides it, and
+``REF=REF`` builds the image as written. The aliases of a session come from, later ones winning for the
+same REF:
 
 1. a TOML file (``--image-alias-file FILE``, else ``$COMET_IMAGE_ALIAS_FILE``) with one table::
 

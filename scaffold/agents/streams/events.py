@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -13,7 +13,16 @@ from msgspec.structs import replace
 
 from scaffold.trajectory import TokenUsage, Trajectory
 
-__all__ = ["add_tokens", "attempted_only", "count", "items", "json_events", "merge_turns", "skill_from_path"]
+__all__ = [
+    "add_tokens",
+    "attempted_only",
+    "count",
+    "items",
+    "json_events",
+    "merge_turns",
+    "skill_from_path",
+    "skills_by_name",
+]
 
 
 def json_events(lines: Iterable[str]) -> Iterator[dict[str, Any] | None]:
@@ -48,6 +57,26 @@ def skill_from_path(path: str) -> str | None:
     if len(parts) >= 3 and parts[-1] == "SKILL.md" and parts[-3] == "skills":
         return parts[-2]
     return None
+
+
+def skills_by_name(trajectory: Trajectory, folders: Mapping[str, str]) -> Trajectory:
+    """*trajectory* with each skill found by its folder named as the treatment names it. A read of
+    ``.../skills/<folder>/SKILL.md`` gives the folder (:func:`skill_from_path`), a ``Skill`` call the
+    SKILL.md's ``name``; a SkillsBench skill installed under a folder its frontmatter does not name is one
+    skill either way. *folders*: folder -> skill name, for the installed skills whose folder is not their
+    name (and is no other skill's name: then which one was meant cannot be told, and it is left as it is)."""
+    if not folders:
+        return trajectory
+
+    def named(names: Iterable[str]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(folders.get(n, n) for n in names))
+
+    invoked = named(trajectory.skills_invoked)
+    return replace(
+        trajectory,
+        skills_invoked=invoked,
+        skills_attempted=attempted_only(named(trajectory.skills_attempted), invoked),
+    )
 
 
 def add_tokens(a: TokenUsage | None, b: TokenUsage | None) -> TokenUsage | None:

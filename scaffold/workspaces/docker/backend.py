@@ -25,7 +25,10 @@ Decisions, each explained where it is implemented:
 * containers are removed in a background thread; labels name their session, and whatever a dead
   session left is swept (:mod:`.disposal`, :mod:`.sessions`);
 * the same thread starts the next trial's container while a trial runs, and the next trial of the same
-  task takes it (:mod:`.standby`).
+  task takes it (:mod:`.standby`);
+* a Harbor task with a compose file gets its services on a network of the trial's own, started before
+  its container and removed with it; that container is the compose file's ``main`` service
+  (:mod:`.compose`, :mod:`.compose_images`).
 
 :class:`DockerBackend` composes parts that each live in a module of their own: the task images
 (:mod:`.task_images`), the launch of a container (:mod:`.launch`), the standby (:mod:`.standby`) and
@@ -64,6 +67,8 @@ from scaffold.workspaces.docker.agent_layer import (
 )
 from scaffold.workspaces.docker.base_image import BASE_TAG
 from scaffold.workspaces.docker.build_failures import FailedBuilds
+from scaffold.workspaces.docker.compose_images import ServiceImages, image_maker
+from scaffold.workspaces.docker.compose_main import main_service
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, copy_from_env, engine_sees
 from scaffold.workspaces.docker.disposal import Disposal
 from scaffold.workspaces.docker.egress import Refusal
@@ -155,6 +160,7 @@ class DockerBackend:
         self._api = _direct(self.client.api)  # the low-level client: one request per call, no model inspects
         self._stream_client: Any = None
         self.session = Session.current()
+        failed = FailedBuilds(session_token or self.session.id)
         self._images = TaskImages(
             self.client,
             self.docker_engine,
@@ -163,7 +169,7 @@ class DockerBackend:
             image_aliases={normalise_ref(ref): local for ref, local in (image_aliases or {}).items()},
             image_sources=image_sources,
             agent_key=agent_install.key if agent_install else "none",
-            failed=FailedBuilds(session_token or self.session.id),
+            failed=failed,
         )
         self.networking = AgentNetworking(
             self.client,
@@ -183,6 +189,20 @@ class DockerBackend:
         info = self.client.info()
         self._cpus = float(info.get("NCPU") or os.cpu_count() or 1)
         self._architecture = str(info.get("Architecture") or "x86_64")
+        self._services = ServiceImages(
+            image_maker(
+                self.client,
+                self.docker_engine,
+                aliases=self._images.image_aliases,
+                base_image=base_image,
+                build_timeout=build_timeout,
+                fetch=self._images.fetch_image,
+                failed=failed,
+            ),
+            architecture=self._architecture,
+            main_of=lambda task: self._images.of(task).tag,
+        )
+        """A compose task's sidecar images (:mod:`.compose_images`)."""
         self._containers = Launcher(
             self.client,
             self._api,
@@ -192,6 +212,7 @@ class DockerBackend:
             host_ca=self._host_ca,
             layers=self._layers,
             image_of=self._images.of,
+            services_of=self._services.of,
             stream_api=self.stream_api,
         )
         self._disposal = Disposal(
@@ -318,8 +339,10 @@ class DockerBackend:
     # -- images, bind or copy mode, the agent layer
 
     def prepare(self, task: Task) -> None:
-        """Build (or reuse) the task's image, decide bind or copy mode, install the agent CLI; once each."""
+        """Build (or reuse) the task's image (and its compose services'), decide bind or copy mode, install
+        the agent CLI; once each."""
         image = self._images.prepare(task).tag
+        self._services.prepare(task)
         if not self._copy_decided:
             self.copy_mode = self.copy_mode if self.copy_mode is not None else not self._engine_sees_host(image)
             self._copy_decided = True
@@ -439,7 +462,7 @@ class DockerBackend:
 
     def _workspace(self, task: Task, trial_key: str, path: Path, network: bool) -> DockerWorkspace:
         native = task.format == "harbor"
-        root = self._image_of(task).workdir if native else ROOT
+        root = (main_service(task).working_dir or self._image_of(task).workdir) if native else ROOT
         return DockerWorkspace(
             self, task, trial_key, path, network=network, copy=bool(self.copy_mode), root=root, native=native
         )

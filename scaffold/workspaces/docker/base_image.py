@@ -6,9 +6,10 @@ API (``comet images build-base --release bookworm|trixie``). Building it takes a
 pytest-xdist workers (or two shells) build it once.
 
 ``comet-eval/base:bookworm`` is what our own tasks build ``FROM ${BASE_IMAGE}``. Both releases are also
-local stand-ins for the ``python:*-slim`` and ``ubuntu:*`` images Harbor-format tasks name (``--image-alias
-ubuntu:24.04=comet-eval/base:trixie``): the same commands, ``python``/``pip`` under the names those images
-use, and pip allowed to install into the system Python (PEP 668) as it is there.
+local stand-ins for the ``python:*``, ``debian:*`` and ``ubuntu:*`` images Harbor-format tasks name (each
+maps to one by default: scaffold.workspaces.stand_ins): the same commands, ``python``/``pip`` under the
+names those images use, the interpreter's headers as they have them, and pip allowed to install into the
+system Python (PEP 668) as it is there.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from scaffold.errors import WorkspaceError
 from scaffold.util.process_result import tail
 from scaffold.util.run_process import run_captured, run_process, streamed
 from scaffold.workspaces.docker.engine import connect, file_lock, image_id, safe_name, state_dir
+from scaffold.workspaces.stand_ins import STAND_INS, version_text
 
 __all__ = [
     "APT_PACKAGES",
@@ -46,8 +48,9 @@ __all__ = [
 
 BASE_SUITE = "bookworm"
 BASE_TAG = "comet-eval/base:bookworm"
-RELEASES: Mapping[str, str] = {"bookworm": "3.11", "trixie": "3.13"}
-"""The Debian releases ``comet images build-base --release`` knows, with the Python each ships."""
+RELEASES: Mapping[str, str] = {s.release: version_text(s.python) for s in STAND_INS}
+"""The Debian releases ``comet images build-base --release`` knows, with the Python each ships (the
+stand-ins of scaffold.workspaces.stand_ins, which says why there is no 3.12)."""
 # Everything a task script, a validation script or an npm-installed agent CLI needs, and the commands the
 # python:*-slim and ubuntu:* images have (bash, coreutils, grep, sed, mawk, findutils, tar, gzip, procps,
 # ca-certificates, apt-get and dpkg: most are Essential, so minbase has them; named anyway, so a release
@@ -74,7 +77,13 @@ BASE_PACKAGES = (
 # npm depends on virtual packages (node-has, node-cli-table3, node-cssesc...) that debootstrap's resolver
 # cannot satisfy (it ignores Provides); apt-get inside the new root resolves them, so npm goes there, and
 # so do venv (with the release's pip and setuptools wheels) and python (python-is-python3).
-APT_PACKAGES = ("npm", "python3-venv", "python-is-python3")
+# python3-dev: the official python:* images, -slim ones too, carry the interpreter's headers (Python.h,
+# python3-config) because they build CPython from source; a package without a wheel for the image's Python
+# compiles against them (SkillsBench's exoplanet-detection-period: batman-package, after the Dockerfile's
+# own `apt-get install build-essential`). No compiler comes with it: the -slim images have none either,
+# and the tasks that compile install gcc themselves, as they must on those images (their non-slim
+# siblings add gcc and ~400 MB of -dev libraries, which no stand-in tries to match).
+APT_PACKAGES = ("npm", "python3-venv", "python-is-python3", "python3-dev")
 PIP_SETUP = (
     'python3 "$(ls /usr/share/python-wheels/pip-*.whl)/pip" install --ignore-installed --no-index '
     "--find-links /usr/share/python-wheels pip setuptools && pip --version"
@@ -374,6 +383,8 @@ def _smoke_test(client: Any, tag: str) -> str:
     command = (
         "python --version && pip --version | cut -d' ' -f1-2 && node --version && npm --version"
         " && git --version | head -c 40 && curl --version | head -c 12 && command -v setsid"
+        ' && test -f "$(python3 -c \'import sysconfig; print(sysconfig.get_paths()["include"])\')/Python.h"'
+        " && echo Python.h"
     )
     try:
         out = client.containers.run(tag, ["bash", "-c", command], remove=True, network_mode="none")

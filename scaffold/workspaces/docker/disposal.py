@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scaffold.errors import WorkspaceError
+from scaffold.workspaces.docker import compose
 from scaffold.workspaces.docker.copy_mode import ContainerFiles
 from scaffold.workspaces.docker.exec import quick_exec
 from scaffold.workspaces.docker.sessions import Reaper, remove_container, remove_volume, sweep
@@ -77,17 +78,21 @@ class Disposal:
             quick_exec(self._api, workspace.container.id, ["chown", "-R", f"{os.getuid()}:{os.getgid()}", ROOT], ROOT)
 
     def dispose(self, workspace: DockerWorkspace, *, volume: bool) -> None:
-        """Remove the workspace's container (then its volume) in the background. Synchronously while an
-        exception propagates (Ctrl-C, a stopped worker): the process may be about to end."""
+        """Remove the workspace's container (then its volume and its compose services) in the background;
+        synchronously while an exception propagates (Ctrl-C, a stopped worker): the process may be about
+        to end."""
         container_id, name = workspace.container.id, (workspace.volume if volume else None)
+        services = workspace.services
         if workspace.keeper is not None:
             workspace.keeper.close()
-        workspace.container, workspace.keeper = None, None
+        workspace.container, workspace.keeper, workspace.services = None, None, None
 
         def job(api: Any) -> None:
             remove_container(api, container_id)
             if name is not None:
                 remove_volume(api, name)
+            if services is not None:  # after the container: the trial's network is free then
+                compose.remove(api, services)
 
         if sys.exc_info()[0] is not None:
             job(self._api)

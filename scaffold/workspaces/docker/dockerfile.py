@@ -4,7 +4,9 @@
 read and copy the build context. Three rewrites, each leaving the rest byte for byte as written:
 
 * **aliases**: a ``FROM`` image (also ``FROM --platform=... ref AS stage``, or a ``$ARG`` with a default)
-  that ``--image-alias`` maps is replaced by its local stand-in, for engines that cannot pull;
+  that ``--image-alias`` maps, else (with ``stand_ins``) that has a default stand-in
+  (scaffold.workspaces.stand_ins: ``python:*``, ``debian:*``, ``ubuntu:*``), is replaced by that local
+  image, for engines that cannot pull;
 * **without skills** (every treatment but the task's own skills): each ``COPY``/``ADD`` of the context's
   ``skills`` folder (``skills``, ``./skills``, ``skills/x``) or of another folder holding a SKILL.md is
   commented out with a note; a line that copies other sources too keeps those. A source with wildcards
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from scaffold.workspaces.docker.host_trust import HOST_CA_PATH, ca_environment
-from scaffold.workspaces.image_aliases import alias_for
+from scaffold.workspaces.stand_ins import choose_image
 
 __all__ = [
     "CA_CONTEXT_NAME",
@@ -86,13 +88,15 @@ def rewrite_dockerfile(
     text: str,
     *,
     aliases: Mapping[str, str] | None = None,
+    stand_ins: bool = False,
     without_skills: bool = False,
     skill_dirs: Sequence[str] = ("skills",),
     ca_file: str | None = None,
     build_args: Mapping[str, str] | None = None,
     context: Collection[str] | None = None,
 ) -> Rewrite:
-    """*text* with the rewrites of the module docstring. *skill_dirs*: context-relative folders (or files)
+    """*text* with the rewrites of the module docstring. *aliases*: normalised REF -> LOCAL, over the
+    default stand-ins when *stand_ins*; *skill_dirs*: context-relative folders (or files)
     left out without skills; *ca_file*: the bundle's name in the context (None: no CA lines);
     *build_args*: values given to the build, for ``FROM $ARG`` (before the ARG lines' defaults);
     *context*: every entry of the build context as the engine gets it, skills included
@@ -119,7 +123,7 @@ def rewrite_dockerfile(
                 args.setdefault(name, _unquote(value))
         if keyword == "FROM":
             seen_from = True
-            line, base, mapped = _from(words, {**args, **(build_args or {})}, stages, aliases)
+            line, base, mapped = _from(words, {**args, **(build_args or {})}, stages, aliases, stand_ins)
             out.append(line if mapped else "".join(block.lines))
             if mapped is not None:
                 aliased.append(mapped)
@@ -198,7 +202,7 @@ def _blocks(text: str, escape: str) -> list[_Block]:
 
 
 def _from(
-    words: list[str], args: Mapping[str, str], stages: set[str], aliases: Mapping[str, str]
+    words: list[str], args: Mapping[str, str], stages: set[str], aliases: Mapping[str, str], stand_ins: bool
 ) -> tuple[str, str | None, tuple[str, str] | None]:
     """A FROM instruction: (its line if mapped, the image it starts from or None, (written, local) if mapped)."""
     flags = [w for w in words[1:] if w.startswith("--")]
@@ -213,9 +217,9 @@ def _from(
     if ref is None or ref.lower() == "scratch" or ref.lower() in stages:
         base = None
     else:
-        local = alias_for(ref, aliases)
-        if local is not None:
-            base, mapped = local, (ref, local)
+        choice = choose_image(ref, aliases, stand_ins=stand_ins)
+        if choice is not None:
+            base, mapped = choice.local, (ref, choice.local)
     if stage is not None:
         stages.add(stage.lower())
     if mapped is None:

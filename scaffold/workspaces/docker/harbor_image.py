@@ -11,6 +11,9 @@ Wildcard COPY sources are matched against the context's entries (:func:`.dockerf
 A build that fails at a step of the Dockerfile is remembered for the session (:mod:`.build_failures`):
 the other trials of the same image fail at once with its error.
 
+``python:*``, ``debian:*`` and ``ubuntu:*`` images are built on their default stand-in
+(scaffold.workspaces.stand_ins) unless an image alias says otherwise; :func:`base_choices` lists what a
+task's FROM lines get.
 A ``FROM`` image missing from the engine and not aliased is pulled when the engine can; otherwise the
 error names the image and the fix (``--image-alias``, ``comet images build-base``). A ``without_skills``
 image is searched for SKILL.md files once (:func:`find_skills`): a skill that reached it another way (a
@@ -20,6 +23,7 @@ image is searched for SKILL.md files once (:func:`find_skills`): a skill that re
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import tarfile
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scaffold.catalog.tasks import Task
+from scaffold.catalog.tasks import HarborSettings, Task
 from scaffold.errors import ImageBuildError, WorkspaceError
 from scaffold.workspaces.docker.build_failures import FailedBuilds
 from scaffold.workspaces.docker.dockerfile import (
@@ -46,8 +50,17 @@ from scaffold.workspaces.docker.images import build_image, task_image_tag
 from scaffold.workspaces.docker.sessions import LABEL, OWNER
 from scaffold.workspaces.engines import Engine
 from scaffold.workspaces.image_aliases import alias_for
+from scaffold.workspaces.stand_ins import ImageChoice, choose_image, stand_in_named
 
-__all__ = ["HarborBuild", "find_skills", "harbor_image", "harbor_image_tag", "plan_build"]
+__all__ = [
+    "HarborBuild",
+    "base_choices",
+    "built_as_written",
+    "find_skills",
+    "harbor_image",
+    "harbor_image_tag",
+    "plan_build",
+]
 
 PULL_READ_TIMEOUT_S = 30.0
 """A pull whose engine says nothing for this long is given up (an engine that cannot reach a registry
@@ -85,6 +98,7 @@ def plan_build(task: Task, *, aliases: Mapping[str, str], base_image: str) -> Ha
     rewrite = rewrite_dockerfile(
         text,
         aliases=aliases,
+        stand_ins=True,
         without_skills=task.without_skills,
         skill_dirs=("skills", *drop),
         ca_file=CA_CONTEXT_NAME if ca is not None else None,
@@ -92,6 +106,36 @@ def plan_build(task: Task, *, aliases: Mapping[str, str], base_image: str) -> Ha
         context=context_entries(task.environment_dir),
     )
     return HarborBuild(rewrite, drop, ca, "BASE_IMAGE" in text)
+
+
+def built_as_written(task: Task) -> Task | None:
+    """*task* as the Harbor build takes it when its Dockerfile is to be built as written: a Harbor task,
+    or one of ours whose Dockerfile names its own base image instead of ``FROM ${BASE_IMAGE}`` (the
+    original Comet eval's tasks say ``FROM python:3.12-slim``): then aliases, stand-ins, pulls, the host's
+    CA bundle and proxies apply to it too. None for ours on the offline base, built exactly as before."""
+    if task.harbor is not None:
+        return task
+    try:
+        text = (task.root / task.spec.environment.dockerfile).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return None if "BASE_IMAGE" in text else dataclasses.replace(task, harbor=HarborSettings())
+
+
+def base_choices(task: Task, aliases: Mapping[str, str], base_image: str) -> tuple[ImageChoice, ...]:
+    """What each FROM image of *task*'s Dockerfile is built on instead (its alias, else its stand-in),
+    in order; empty for a task built on *base_image* (``FROM ${BASE_IMAGE}``) or a Dockerfile that
+    cannot be read (its build says so)."""
+    written = built_as_written(task)
+    if written is None:
+        return ()
+    try:
+        text = (written.root / written.spec.environment.dockerfile).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    rewrite = rewrite_dockerfile(text, aliases=aliases, stand_ins=True, build_args={"BASE_IMAGE": base_image})
+    choices = (choose_image(ref, aliases) for ref, _ in rewrite.aliased)
+    return tuple(c for c in choices if c is not None)
 
 
 def harbor_image_tag(client: Any, task: Task, build: HarborBuild, folder: Path) -> str:
@@ -172,6 +216,9 @@ def _ensure_present(client: Any, ref: str, aliased_from: str | None, engine: Eng
         "build the local stand-ins with `comet images build-base --release trixie` (Python 3.13) or "
         "`--release bookworm` (Python 3.11)"
     )
+    stand_in = stand_in_named(ref)
+    if stand_in is not None:
+        fix = f"build it with `comet images build-base --release {stand_in.release}`"
     if aliased_from is not None:
         raise WorkspaceError(f"{aliased_from} is aliased to {ref}, which is not on the engine: {fix}")
     problem = _pull(ref, engine)

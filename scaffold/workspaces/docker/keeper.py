@@ -12,6 +12,8 @@ harness talks to the keeper over one attached stream (~1 ms a round trip, where 
   there, and answers ``ID STATUS`` when it ends. The script runs the same wrapper as an exec (marker,
   own sweep), so the semantics are an exec's; ~50 ms less per command. Anything unusual (copy mode, a
   keeper that does not answer, an image without ``setsid -f``) falls back to ``exec``.
+* ``start ARGV`` (an argument, as it starts): the image's ENTRYPOINT with Harbor's command, in the
+  background (:data:`START`, :func:`service_command`), so what a Harbor image starts from its entrypoint runs.
 
 The command's environment never goes into a file: it holds the agent's credentials, and a file in the
 control folder outlives a SIGKILLed harness (and sits in the engine's view of the host). ``ENV`` on the
@@ -36,14 +38,25 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from scaffold.errors import WorkspaceError
 from scaffold.util.process_result import ProcessResult
 from scaffold.util.run_process import TERM_GRACE_S
 from scaffold.workspaces.docker.exec import READER_GRACE_S, split_env, wrap_command
 
-__all__ = ["CONTROL", "CONTROL_PARENT", "KEEPER_SCRIPT", "NO_DNS", "Keeper", "make_control"]
+__all__ = [
+    "CONTROL",
+    "CONTROL_PARENT",
+    "HARBOR_COMMAND",
+    "KEEPER_SCRIPT",
+    "NO_DNS",
+    "START",
+    "Keeper",
+    "keeper_entrypoint",
+    "make_control",
+    "service_command",
+]
 
 CONTROL = "/run/comet-ctl"
 CONTROL_PARENT = ".comet-ctl"
@@ -59,6 +72,14 @@ names are of no use in the container: the keeper rewrites /etc/resolv.conf (the 
 copy) to the container's loopback, where a lookup is refused at once (glibc connects its UDP socket, so
 the refusal is reported; musl waits out the timeout, 1 s). A keeper that is not root cannot write it and
 the lookups wait, as before; /etc/hosts (localhost, the container's own name) still answers."""
+START: Final = "start"
+"""The keeper's argument before the command it starts in the background (the image's ENTRYPOINT with its
+command, :func:`service_command`): Harbor runs a task's image as Docker does, so a service the ENTRYPOINT
+starts (a gateway, a database) runs during the agent's and the verifier's phases. The keeper stays the
+main process, as it must (commands, resets); the entrypoint runs beside it, reparented to the init."""
+HARBOR_COMMAND: Final = ("sh", "-c", "sleep infinity")
+"""The command Harbor gives a task's main container (its ``docker-compose-build.yaml``), after the image's
+ENTRYPOINT: an entrypoint that ends with ``exec "$@"`` then keeps a ``sleep infinity`` running, as there."""
 REPLY_S = 30.0
 CLAIM_S = 5.0
 
@@ -77,14 +98,19 @@ CLAIM_S = 5.0
 # With the argument `no-dns` (a container on the internal host-only network), the keeper first points
 # the container's resolver at its own loopback, where nothing listens (see NO_DNS below), and `dns ID`
 # puts the engine's resolver back (the container joined a network with a way out: a verifier's internet).
+# With `start ARGV...` (after `no-dns`, if any), it then starts ARGV in its own session, as the image's
+# ENTRYPOINT would run as a container's main process (see START): its output goes to the container's
+# stderr (fd 3, saved before the keeper's own stderr went to /dev/null), which `docker logs` shows and
+# the keeper's attached stream (stdout only) never carries.
 KEEPER_SCRIPT = r"""
-exec 2>/dev/null
+exec 3>&2 2>/dev/null
 ctl=/run/comet-ctl
 fast=
 nl='
 '
 resolver=
 if [ "$1" = no-dns ]; then
+  shift
   saved=
   while IFS= read -r l || [ -n "$l" ]; do saved="$saved$l$nl"; done < /etc/resolv.conf
   # Only a rewrite that took is undone by `dns` (a keeper that is not root changes nothing).
@@ -96,6 +122,11 @@ for dir in $PATH; do
   [ -z "$mv" ] && [ -x "$dir/mv" ] && mv=$dir/mv
 done
 unset IFS
+if [ "$1" = start ]; then
+  shift
+  if [ -n "$sid" ]; then "$sid" -f "$@" < /dev/null >&3 2>&3; else "$@" < /dev/null >&3 2>&3 & fi
+fi
+exec 3>&-
 [ -d "$ctl" ] && [ -w "$ctl" ] && [ -n "$sid" ] && [ -n "$mv" ] &&
   "$sid" -f true < /dev/null > /dev/null && fast=1
 # `signal_all SIG STATES`: send SIG to every process but the init and the keeper whose state (one letter
@@ -146,6 +177,27 @@ while IFS= read -r line; do
 done
 exec sleep infinity
 """
+
+
+def service_command(entrypoint: Sequence[str], command: Sequence[str] | None = None) -> tuple[str, ...]:
+    """What a Harbor task's main container runs beside the keeper: the ENTRYPOINT (the image's, or the
+    compose file's) with the compose file's command, else Harbor's :data:`HARBOR_COMMAND`; nothing when
+    there is no entrypoint and the command is Harbor's (a ``sleep`` that would only idle)."""
+    argv = (*entrypoint, *(HARBOR_COMMAND if command is None else command))
+    return () if not entrypoint and command is None else argv
+
+
+def keeper_entrypoint(*, no_dns: bool, start: Sequence[str] = ()) -> list[str]:
+    """The ``entrypoint`` a container is created with: the keeper, its resolver rewrite, what it starts."""
+    return [
+        "/bin/sh",
+        "-c",
+        KEEPER_SCRIPT,
+        "comet-keeper",
+        *([NO_DNS] if no_dns else []),
+        *([START, *start] if start else []),
+    ]
+
 
 Kill = Callable[[str, float, bool], bool]
 """kill(mark, grace, may_escalate) -> escalated: end a command's process tree (see kill_marked)."""

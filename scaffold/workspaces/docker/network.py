@@ -176,8 +176,11 @@ class AgentNetworking:
             return self.controller
         if self._gateway is None:
             settings = self._api.inspect_container(container_id).get("NetworkSettings") or {}
-            gateways = [n.get("Gateway") for n in (settings.get("Networks") or {}).values()]
-            self._gateway = next((g for g in [settings.get("Gateway"), *gateways] if g), None)
+            networks = settings.get("Networks") or {}
+            # The agent's network first: a compose task's container is on the trial's network too.
+            ours = (networks.get(self.name) or {}).get("Gateway")
+            gateways = [n.get("Gateway") for n in networks.values()]
+            self._gateway = next((g for g in [ours, settings.get("Gateway"), *gateways] if g), None)
         return self._gateway
 
     def leave(self, container_id: str) -> bool:

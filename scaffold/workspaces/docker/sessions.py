@@ -1,9 +1,9 @@
 """The docker backend's bookkeeping: labels naming a session, removal off the trial's critical path, and
 sweeps of whatever a session (this one, or a dead one) left in the engine.
 
-Every container and per-trial volume carries the session's labels, so cleanup never depends on this
-process's memory: ``close()`` and an ``atexit`` hook sweep the session, and every new session sweeps
-the sessions whose process is gone.
+Every container, per-trial volume and per-trial network carries the session's labels, so cleanup never
+depends on this process's memory: ``close()`` and an ``atexit`` hook sweep the session, and every new
+session sweeps the sessions whose process is gone.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scaffold.errors import WorkspaceError
 from scaffold.util.background import Background
 from scaffold.workspaces.owners import Owner
 
-__all__ = ["LABEL", "OWNER", "Reaper", "Session", "remove_container", "remove_volume", "sweep"]
+__all__ = ["LABEL", "OWNER", "Reaper", "Session", "remove_container", "remove_network", "remove_volume", "sweep"]
 
 LABEL = "comet-eval"
 OWNER = {f"{LABEL}.owner": "comet-eval"}
@@ -60,8 +60,9 @@ def _session_gone(labels: Mapping[str, str]) -> bool:
 
 
 def sweep(client: Any, *, session: str | None = None) -> int:
-    """Remove our labelled containers, then volumes: those of *session*, or (None) those whose session's
-    process is gone. Shared volumes (the agent CLI's, in copy mode) carry no session and stay.
+    """Remove our labelled containers, then networks (a compose task's per-trial one) and volumes: those
+    of *session*, or (None) those whose session's process is gone. Shared volumes (the agent CLI's, in
+    copy mode) and the shared host-only network carry no session and stay.
 
     Returns how many were removed. Never raises for an object that disappears meanwhile.
     """
@@ -71,6 +72,11 @@ def sweep(client: Any, *, session: str | None = None) -> int:
         if session is None and not _session_gone(container.labels or {}):
             continue
         if remove_container(client.api, container.id):
+            removed += 1
+    for network in client.api.networks(filters={"label": label}):
+        if session is None and not _session_gone(network.get("Labels") or {}):
+            continue
+        if remove_network(client.api, network["Id"]):
             removed += 1
     for volume in client.volumes.list(filters={"label": label}):
         if session is None and not _session_gone(volume.attrs.get("Labels") or {}):
@@ -108,6 +114,20 @@ def remove_volume(api: Any, name: str) -> bool:
         if exc.status_code == 409 or "in use" in str(exc):
             return False
         raise WorkspaceError(f"cannot remove the volume {name}: {exc}") from None
+    return True
+
+
+def remove_network(api: Any, name: str) -> bool:
+    """Remove a network; False when it is gone. Its containers must be gone first (the engine refuses to
+    remove a network in use, and says so: an error then)."""
+    from docker.errors import NotFound
+
+    try:
+        api.remove_network(name)
+    except NotFound:
+        return False
+    except Exception as exc:
+        raise WorkspaceError(f"cannot remove the network {name}: {exc}") from None
     return True
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from scaffold.errors import WorkspaceError
+from scaffold.workspaces.docker import compose
 from scaffold.workspaces.docker.copy_mode import ContainerFiles
 from scaffold.workspaces.docker.keeper import make_control
 from scaffold.workspaces.docker.launch import Launcher, container_name, launch
@@ -51,7 +52,7 @@ from scaffold.workspaces.owners import OwnedFolders
 
 if TYPE_CHECKING:
     from scaffold.catalog.tasks import Task
-    from scaffold.workspaces.docker.workspace import DockerWorkspace
+    from scaffold.workspaces.docker.workspace import DockerWorkspace, Launched
 
 __all__ = [
     "STANDBY_DELAY_S",
@@ -89,8 +90,8 @@ class Standby:
     cancelled: threading.Event = field(default_factory=threading.Event)
     started: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-    created: Mapping[str, str] | None = None
-    """The container's id and name once it runs; None while it is made, or when making it failed."""
+    created: Launched | None = None
+    """The container (and its services) once it runs; None while it is made, or when making it failed."""
 
     def begin(self) -> bool:
         """In the background thread, after the delay: True when the container is to be made now."""
@@ -215,7 +216,7 @@ class Standbys:
         if not fits or not standby.take() or not standby.done.wait(STANDBY_WAIT_S) or not standby.created:
             self._discard(standby)
             return None
-        if not self._running(standby.created["Id"]):
+        if not self._running(standby.created.id):
             # Made before its container (or its whole engine) went away: the trial makes its own, which
             # fails where the engine is gone, and then an engine pool moves the worker to a live engine.
             self._discard(standby)
@@ -272,7 +273,9 @@ class Standbys:
         def job(api: Any) -> None:
             standby.done.wait(STANDBY_WAIT_S)  # made by an earlier job of the same thread: done
             if standby.created:
-                remove_container(api, standby.created["Id"])
+                remove_container(api, standby.created.id)
+                if standby.created.services is not None:
+                    compose.remove(api, standby.created.services)
             if spare.volume is not None:
                 remove_volume(api, spare.volume)
             self._owned.remove(spare.host_path)

@@ -19,19 +19,21 @@ is not: the next trial (or ``--retry-excluded``'s next attempt) builds again. Th
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scaffold.catalog.tasks import HarborSettings, Task
+from scaffold.catalog.compose_model import Service
+from scaffold.catalog.tasks import Task
 from scaffold.errors import ImageBuildError, SkillLeakError, WorkspaceError
 from scaffold.workspaces.docker.build_failures import FailedBuilds
+from scaffold.workspaces.docker.compose_images import custom_main, service_task
 from scaffold.workspaces.docker.engine import connect, engine_lock, image_id, state_dir
 from scaffold.workspaces.docker.harbor_image import (
     WITHOUT_SKILLS,
+    built_as_written,
     find_skills,
     harbor_image,
     harbor_image_tag,
@@ -51,6 +53,7 @@ class PreparedImage:
     tag: str
     path: str  # the image's PATH, to put agent bin folders in front of
     workdir: str = "/"  # the image's WORKDIR: a Harbor task's workspace root
+    entrypoint: tuple[str, ...] = ()  # the image's ENTRYPOINT: a Harbor task's container starts it too
 
 
 def _variant(task: Task) -> str:
@@ -60,7 +63,8 @@ def _variant(task: Task) -> str:
 
 class TaskImages:
     """The task images of one engine for one backend: *base_image* is what ``FROM ${BASE_IMAGE}`` names,
-    *image_aliases* (normalised keys) map the images Harbor-format Dockerfiles name to local ones,
+    *image_aliases* (normalised keys) map the images Harbor-format Dockerfiles name to local ones, over
+    their default stand-ins (scaffold.workspaces.stand_ins),
     *image_sources* are engines to copy a missing image from, *agent_key* is part of our tasks' tags,
     *failed* the session's builds that failed (:mod:`.build_failures`)."""
 
@@ -108,7 +112,7 @@ class TaskImages:
     def image_tag(self, task: Task) -> str:
         """``comet-eval/task-<name>:<hash>`` of the environment folder, base image id and agent key; for a
         Harbor-format task, of its build as :mod:`.harbor_image` makes it (``-without-skills`` variant)."""
-        written = self._as_written(task)
+        written = built_as_written(task)
         if written is not None:
             build = plan_build(written, aliases=self.image_aliases, base_image=self.base_image)
             with tempfile.TemporaryDirectory(prefix="comet-harbor-tag-") as tmp:
@@ -154,21 +158,10 @@ class TaskImages:
     def _dockerfile(self, task: Task) -> Path:
         return task.root / task.spec.environment.dockerfile
 
-    def _as_written(self, task: Task) -> Task | None:
-        """*task* as the Harbor build takes it when its Dockerfile is to be built as written: a Harbor task,
-        or one of ours whose Dockerfile names its own base image instead of ``FROM ${BASE_IMAGE}`` (the
-        original Comet eval's tasks say ``FROM python:3.12-slim``): then aliases, pulls, the host's CA
-        bundle and proxies apply to it too. None for ours on the offline base, built exactly as before."""
-        if task.harbor is not None:
-            return task
-        try:
-            text = self._dockerfile(task).read_text(encoding="utf-8")
-        except OSError:
-            return None
-        return None if "BASE_IMAGE" in text else dataclasses.replace(task, harbor=HarborSettings())
-
     def _task_image(self, task: Task) -> PreparedImage:
-        written = self._as_written(task)
+        if (main := custom_main(task)) is not None:  # a compose file's main service, built otherwise
+            return self._compose_main(task, main)
+        written = built_as_written(task)
         if written is not None:
             tag = harbor_image(
                 self._client,
@@ -193,6 +186,24 @@ class TaskImages:
                     known = self._build(task, tag, state_dir() / "builds" / f"{safe}.log")
                 if known is not None:
                     raise known.prefixed(f"task {task.name}: ") from None
+        return self._image_config(tag)
+
+    def _compose_main(self, task: Task, main: Service) -> PreparedImage:
+        """The image of *task*'s compose main service when it is not the environment's Dockerfile as it is
+        (:func:`~.compose_images.custom_main`): made as a Harbor task's image, then searched for skills."""
+        with tempfile.TemporaryDirectory(prefix="comet-service-") as tmp:
+            tag = harbor_image(
+                self._client,
+                service_task(task, main, Path(tmp)),
+                aliases=self.image_aliases,
+                base_image=self.base_image,
+                build_timeout=self.build_timeout,
+                engine=self._engine,
+                fetch=self.fetch_image,
+                failed=self._builds,
+            )
+        if task.without_skills:
+            self._check_no_skills(tag)
         return self._image_config(tag)
 
     def _build(self, task: Task, tag: str, log_path: Path) -> ImageBuildError | None:
@@ -223,7 +234,7 @@ class TaskImages:
         config = self._client.images.get(tag).attrs.get("Config") or {}
         env = config.get("Env") or []
         path = next((e.split("=", 1)[1] for e in env if e.startswith("PATH=")), "/usr/local/bin:/usr/bin:/bin")
-        return PreparedImage(tag, path, config.get("WorkingDir") or "/")
+        return PreparedImage(tag, path, config.get("WorkingDir") or "/", tuple(config.get("Entrypoint") or ()))
 
     def _check_no_skills(self, tag: str) -> None:
         """SkillLeakError when the image *tag* (meant to be without the task's skills) holds a SKILL.md;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -17,16 +18,26 @@ from scaffold.catalog.tasks import Task
 from scaffold.errors import WorkspaceError
 from scaffold.util.process_result import ProcessResult
 from scaffold.workspaces.base import ValidationPolicy, WorkspaceManifest
+from scaffold.workspaces.docker.compose import Services
 from scaffold.workspaces.docker.copy_mode import ContainerFiles, put_absolute
 from scaffold.workspaces.docker.exec import kill_marked, run_command
 from scaffold.workspaces.docker.keeper import Keeper
 from scaffold.workspaces.docker.manifest import container_manifest
 from scaffold.workspaces.files import HostFiles
 
-__all__ = ["ROOT", "ContainerHost", "DockerWorkspace", "Phase"]
+__all__ = ["ROOT", "ContainerHost", "DockerWorkspace", "Launched", "Phase"]
 
 ROOT: Final = "/workspace"
 Phase = Literal["agent", "validation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A trial's container as started (:func:`.launch.launch`): its id and name, and its compose services."""
+
+    id: str
+    name: str
+    services: Services | None = None
 
 
 class ContainerHost(Protocol):
@@ -87,6 +98,7 @@ class DockerWorkspace:
         """The policy validation began with; None during the agent's phase."""
         self.container: Any = None  # a docker ``Container`` made from the create response (no inspect)
         self.keeper: Keeper | None = None
+        self.services: Services | None = None  # a compose task's: its network, volumes and sidecars
         self.volume: str | None = None  # copy mode: the volume holding /workspace
         self.control: Path | None = None  # bind mode: the keeper's control folder (commands and output)
         self.files: HostFiles | ContainerFiles = (

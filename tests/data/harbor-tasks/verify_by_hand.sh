@@ -34,6 +34,11 @@ tag="harbor-by-hand/$name:manual"
 container="harbor-by-hand-$name-$mode-$$"
 
 case $mode in oracle | nop) ;; *) echo "mode must be oracle or nop" >&2; exit 2 ;; esac
+if [ -f "$task_dir/environment/docker-compose.yaml" ]; then
+    # Several containers on a network of their own: what `docker compose` (or the harness) runs, not this.
+    echo "$name: skipped (a docker-compose environment: run it with the harness, --backend docker)"
+    exit 0
+fi
 
 # [solution.env] / [verifier.env] as docker exec -e arguments (the host's python reads the TOML).
 env_args() {

@@ -273,29 +273,43 @@ def test_harbor_files_needed_and_optional(tmp_path: Path) -> None:
 
     assert [(p.file.relative_to(folder).as_posix(), p.message) for p in problems] == [
         ("instruction.md", "missing: the agent's instruction goes here"),
-        ("environment/Dockerfile", "missing: a Harbor task's image is built from it"),
+        ("environment/Dockerfile", "missing: a Harbor task's image is built from it (or from its docker-compose.yaml)"),
     ]  # no solution/solve.sh, validation/ or test_scripts needed
     strict = load_catalog([tmp_path], require_solution=[tmp_path])
     assert any(p.file == folder / "solution" / "solve.sh" for p in strict.broken["bare"])
 
 
-def test_a_compose_environment_is_not_supported(tmp_path: Path) -> None:
+def test_a_compose_only_environment_loads_when_its_main_service_is_built(tmp_path: Path) -> None:
     folder = harbor_task(tmp_path, "compose", 'version = "1.0"\n', dockerfile=False)
-    (folder / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n")
+    (folder / "environment" / "main").mkdir()
+    (folder / "environment" / "main" / "Dockerfile").write_text("FROM ubuntu:24.04\n")
+    (folder / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: ./main\n")
+
+    task = load_task(folder)
+
+    assert task.harbor is not None and task.harbor.compose is not None
+    assert task.harbor.compose.main.build is not None and task.harbor.compose.main.build.context == "main"
+
+
+def test_a_compose_only_environment_without_anything_to_run_is_a_problem(tmp_path: Path) -> None:
+    folder = harbor_task(tmp_path, "compose", 'version = "1.0"\n', dockerfile=False)
+    (folder / "environment" / "docker-compose.yaml").write_text("services:\n  api:\n    image: redis\n")
 
     (problem,) = problems_of(folder)
 
     assert problem.file == folder / "environment" / "docker-compose.yaml"
-    assert problem.message.startswith("not supported here: ")
+    assert problem.key == "services.main" and "nothing to run" in problem.message
 
 
-def test_a_compose_file_beside_a_dockerfile_is_ignored_with_a_warning(tmp_path: Path) -> None:
+def test_a_compose_file_beside_a_dockerfile_is_the_environment(tmp_path: Path) -> None:
     folder = harbor_task(tmp_path, "both", 'version = "1.0"\n')
-    (folder / "environment" / "docker-compose.yaml").write_text("services: {}\n")
+    (folder / "environment" / "docker-compose.yaml").write_text("services:\n  cache:\n    image: redis\n")
 
-    (warning,) = load_task(folder).warnings
+    task = load_task(folder)
 
-    assert warning.message.startswith("ignored: ")
+    assert task.warnings == ()
+    assert task.harbor is not None and task.harbor.compose is not None
+    assert [s.name for s in task.harbor.compose.services] == ["cache"]
 
 
 def test_a_folder_name_that_cannot_be_a_task_name(tmp_path: Path) -> None:

@@ -105,6 +105,7 @@ def test_a_harbor_task_needs_the_docker_backend(tmp_path: Path) -> None:
     result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 4, result.stdout + result.stderr
     assert "Harbor-format tasks" in result.stderr and "--backend docker" in result.stderr
+    assert "multi-container-api also runs several containers from a docker-compose.yaml" in result.stderr
 
 
 def test_a_task_image_that_cannot_be_built_is_built_once_and_reported_as_build_failed(

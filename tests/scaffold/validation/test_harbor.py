@@ -12,7 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec
-from scaffold.validation.harbor import UV_SETUP, ctrf_checks, parse_ctrf, parse_reward, uv_shim_needed
+from scaffold.validation.harbor import (
+    UV_SETUP,
+    UVX_NOTES,
+    ctrf_checks,
+    parse_ctrf,
+    parse_reward,
+    uv_shim_needed,
+    uvx_checks,
+)
 from scaffold.validation.results import ValidationCheck, ValidationOutcome
 
 
@@ -164,9 +172,16 @@ def _uvx(tmp_path: Path) -> Path:
     fake.write_text('#!/bin/sh\nfor a in "$@"; do printf "[%s]" "$a"; done\n', encoding="utf-8")
     fake.chmod(0o755)
     wrapper = tmp_path / "uvx"
-    wrapper.write_text(body.replace("/opt/comet-uv/uv", str(fake)), encoding="utf-8")
+    body = body.replace("/opt/comet-uv/uv", str(fake)).replace(f"/logs/verifier/{UVX_NOTES}", str(_notes(tmp_path)))
+    wrapper.write_text(body, encoding="utf-8")
     wrapper.chmod(0o755)
     return wrapper
+
+
+def _notes(tmp_path: Path) -> Path:
+    """Where the test's uvx wrapper notes a Python served instead of the one asked for (the verifier's
+    /logs/verifier in a container)."""
+    return tmp_path / "logs" / "verifier" / UVX_NOTES
 
 
 def _curl(tmp_path: Path) -> Path:
@@ -214,3 +229,36 @@ def test_uvx_asks_for_an_installed_python_instead_of_a_download(tmp_path: Path) 
     ).stdout
     python3 = shutil.which("python3")
     assert out == f"[tool][run][--python][{python3}][-w][x][pytest][-p][3.99]"
+
+
+def _python3_version() -> str:
+    """The version of the python3 on PATH: the one the wrapper serves."""
+    argv = ["python3", "-c", "import platform; print(platform.python_version())"]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_uvx_notes_a_python_it_serves_instead_of_the_one_asked_for(tmp_path: Path) -> None:
+    wrapper = _uvx(tmp_path)
+    served = _python3_version()
+    for argv in (["-p", "3.99", "pytest"], ["--python=3.99", "-w", "x", "pytest"]):
+        subprocess.run([str(wrapper), *argv], capture_output=True, check=True)
+    assert _notes(tmp_path).read_text().splitlines() == [f"uvx asked for Python 3.99, got {served}"] * 2
+    # In the record: one skipped check (never counted), each drift said once.
+    (check,) = uvx_checks(_notes(tmp_path).read_bytes())
+    assert (check.name, check.status, check.source) == ("uvx python", "skipped", "uv-shim")
+    assert check.reason == f"uvx asked for Python 3.99, got {served}"
+
+
+def test_uvx_notes_nothing_when_it_serves_what_was_asked_for(tmp_path: Path) -> None:
+    wrapper = _uvx(tmp_path)
+    major_minor = ".".join(_python3_version().split(".")[:2])
+    for asked in (major_minor, _python3_version(), ">=3.8"):  # the image's own, and a range uv decides
+        subprocess.run([str(wrapper), "-p", asked, "pytest"], capture_output=True, check=True)
+    assert not _notes(tmp_path).exists()
+    assert uvx_checks(None) == [] and uvx_checks(b"\n") == []
+
+
+def test_the_uvx_notes_of_several_versions_are_one_check() -> None:
+    notes = b"uvx asked for Python 3.13, got 3.11.2\nuvx asked for Python 3.12, got 3.11.2\n"
+    (check,) = uvx_checks(notes + notes)
+    assert check.reason == "uvx asked for Python 3.13, got 3.11.2; uvx asked for Python 3.12, got 3.11.2"

@@ -124,6 +124,27 @@ def test_a_verifier_out_of_time_fails_the_trial(tmp_path: Path, run: Any) -> Non
     assert any(c.name == "test.sh" and "timed out" in c.reason for c in record.checks)
 
 
+def test_uvx_served_by_another_python_is_kept_in_the_record_and_its_transcript(tmp_path: Path, run: Any) -> None:
+    # As Terminal-Bench 2's verifiers on the bookworm stand-in: `uvx -p 3.13` gets the image's 3.11.
+    harbor_task(
+        tmp_path / "tasks",
+        "uvx-drift",
+        test_sh="""\
+            curl -LsSf https://astral.sh/uv/0.9.5/install.sh | sh
+            source $HOME/.local/bin/env
+            uvx -p 3.13 --offline pytest --version || true  # no network needed: the note comes first
+            echo 1 > /logs/verifier/reward.txt
+        """,
+    )
+    record = run(tmp_path / "tasks", "uvx-drift")
+    assert record.verdict == "passed", (record.checks, record.errors)
+    (check,) = [c for c in record.checks if c.name == "uvx python"]
+    assert (check.status, check.source) == ("skipped", "uv-shim")
+    assert check.reason.startswith("uvx asked for Python 3.13, got 3.11."), check.reason
+    (page,) = (tmp_path / "logs").glob("experiments/*/trials/uvx-drift-CONTROL-r1/transcript.html")
+    assert "uvx asked for Python 3.13, got 3.11." in page.read_text()
+
+
 def test_the_verifier_runs_from_the_workdir_beside_what_the_agent_left_running(tmp_path: Path, run: Any) -> None:
     harbor_task(
         tmp_path / "tasks",

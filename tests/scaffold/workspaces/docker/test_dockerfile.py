@@ -72,6 +72,27 @@ def test_an_unaliased_dockerfile_is_unchanged_byte_for_byte() -> None:
     assert rewrite_dockerfile(text, aliases=ALIASES, without_skills=True).text == text
 
 
+def test_with_stand_ins_every_known_image_is_mapped_and_an_alias_still_wins() -> None:
+    text = "FROM python:3.9.19-slim AS deps\nFROM ubuntu:24.04\nFROM node:20\nFROM debian:13.0-slim\n"
+    rewrite = rewrite_dockerfile(text, aliases={"ubuntu:24.04": "comet-eval/base:trixie"}, stand_ins=True)
+    assert instructions(rewrite.text) == [
+        "FROM comet-eval/base:bookworm AS deps",
+        "FROM comet-eval/base:trixie",  # the alias, over the rule's bookworm
+        "FROM node:20",  # no rule covers it: built as written (pulled, or named in the error)
+        "FROM comet-eval/base:trixie",
+    ]
+    assert rewrite.aliased == (
+        ("python:3.9.19-slim", "comet-eval/base:bookworm"),
+        ("ubuntu:24.04", "comet-eval/base:trixie"),
+        ("debian:13.0-slim", "comet-eval/base:trixie"),
+    )
+    # An alias of the image to itself keeps it as written: no rewrite at all.
+    kept = rewrite_dockerfile("FROM ubuntu:24.04\n", aliases={"ubuntu:24.04": "ubuntu:24.04"}, stand_ins=True)
+    assert kept.text == "FROM ubuntu:24.04\n" and kept.bases == ("ubuntu:24.04",) and not kept.aliased
+    # Without stand_ins (the default of the pure rewrite), only aliases map.
+    assert rewrite_dockerfile("FROM ubuntu:24.04\n").text == "FROM ubuntu:24.04\n"
+
+
 # --- without skills --------------------------------------------------------------------------------------
 
 SKILLSBENCH = """FROM ubuntu:24.04

@@ -105,9 +105,14 @@ def test_a_base_image_has_what_python_slim_and_ubuntu_images_have(
         f"for c in {commands} node npm git curl; do command -v $c >/dev/null || echo missing $c; done; "
         "python --version; pip --version | cut -d' ' -f1; python -m venv /tmp/v && /tmp/v/bin/python -c 'print(1)'; "
         'echo "PEP668=$PIP_BREAK_SYSTEM_PACKAGES"; echo "PATH=$PATH"; '
+        # The interpreter's headers, as the python:* images (-slim too) have them; no compiler, as -slim.
+        "python3-config --includes; "
+        'test -f "$(python3 -c \'import sysconfig; print(sysconfig.get_paths()["include"])\')/Python.h" '
+        "&& echo Python.h; command -v gcc || echo no-gcc; "
         "test -s /etc/ssl/certs/ca-certificates.crt && echo ca"
     )
     out = output(docker_client, base_tag(release), script)
+    assert f"-I/usr/include/python{python}" in out and "Python.h" in out and "no-gcc" in out, out
     assert "missing" not in out
     assert f"Python {python}." in out and "pip" in out and "\n1\n" in out
     assert "PEP668=1" in out and "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" in out
@@ -176,6 +181,16 @@ def test_an_alias_is_part_of_the_image_tag(bases: tuple[str, str], make_backend:
     one = make_backend({"ubuntu:24.04": TRIXIE}).image_tag(task)
     assert make_backend({"docker.io/library/ubuntu:24.04": TRIXIE}).image_tag(task) == one
     assert make_backend({"ubuntu:24.04": BOOKWORM}).image_tag(task) != one
+
+
+def test_without_an_alias_each_image_builds_on_its_default_stand_in(
+    bases: tuple[str, str], make_backend: Make, tmp_path: Path
+) -> None:
+    ubuntu = harbor_task(tmp_path, "FROM ubuntu:24.04\nRUN true\n")
+    assert make_backend().image_tag(ubuntu) == make_backend({"ubuntu:24.04": BOOKWORM}).image_tag(ubuntu)
+    assert make_backend().image_tag(ubuntu) != make_backend({"ubuntu:24.04": TRIXIE}).image_tag(ubuntu)
+    python = harbor_task(tmp_path, "FROM python:3.13-slim\nRUN true\n")
+    assert make_backend().image_tag(python) == make_backend({"python:3.13-slim": TRIXIE}).image_tag(python)
 
 
 def test_our_own_tasks_keep_their_image_tags(bases: tuple[str, str], make_backend: Make, factory: TaskFactory) -> None:
