@@ -210,6 +210,10 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     skills the treatment installs, else DYNAMIC_SKILL's and TASK_SKILLS' skills under test), when it was
     scored and its agent can invoke skills; empty otherwise, and in records written before it was recorded.
     The reports' "skill used in x of y trials" counts these trials."""
+    skill_evidence: bool = False
+    """The trial's agent reports the skills it uses (its trajectory's ``skills_invoked``), so a skill
+    loaded under a treatment that installs none is seen (the reports call it a leak); False for an agent
+    that cannot say, and in records written before it was recorded."""
     noise: NoiseVerdict
     """Required: a record without one (written before classification existed) is brought up to date
     when it is read (scaffold.records.files.upgrade)."""

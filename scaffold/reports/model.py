@@ -63,6 +63,7 @@ __all__ = [
     "PassK",
     "RawTotals",
     "Retries",
+    "SkillLeaks",
     "SkillUse",
     "Spend",
     "Timing",
@@ -237,29 +238,93 @@ class EvaluatedSkill(msgspec.Struct, frozen=True):
 class SkillUse(msgspec.Struct, frozen=True):
     """How often trials invoked the skills they were expected to (``TrialRecord.expected_skills``), over
     the scored analysis-set trials that were expected to invoke any: trials whose agent can invoke skills,
-    of a task that requires a skill the treatment installs or under a treatment of skills under test."""
+    of a task that requires a skill the treatment installs or under a treatment of skills under test.
+    Each trial is counted once, in the first that fits of: used (every expected skill, or ``partial``:
+    some), ``wrong`` (another skill instead), ``failed`` (an expected call failed), none."""
 
     trials: int
     """The trials counted (y of "used in x of y")."""
     used: int
     """Trials that invoked at least one expected skill, and the call succeeded."""
     failed: int
-    """Trials that did not, but called an expected skill and the call failed (``skills_attempted``)."""
+    """Trials that invoked no skill, but called an expected one and the call failed (``skills_attempted``)."""
+    partial: int = 0
+    """Of the trials that used the skills, those that loaded some of the expected skills but not all."""
+    wrong: int = 0
+    """Trials that invoked none of the expected skills but another one."""
+    used_passed: int = 0
+    """Trials that used the skills and passed."""
+    unused_passed: int = 0
+    """Trials that did not use them and passed."""
+
+    @property
+    def none(self) -> int:
+        """Trials that loaded no skill at all and tried none."""
+        return self.trials - self.used - self.wrong - self.failed
 
     @property
     def text(self) -> str:
-        """As the reports say it: ``skill used in 3 of 4 trials; 1 more attempted it and the call failed``."""
+        """As the reports say it: ``skill used in 3 of 4 trials; 1 more attempted it and the call failed``,
+        the other outcomes and the pass rates with and without (observational)."""
         if not self.trials:
             return "skill use not scored: no trial was expected to invoke a skill (its agent cannot, or none is needed)"
         text = f"skill used in {self.used} of {self.trials} trials"
+        if self.partial:
+            text += f" ({self.partial} of them loaded only some of the expected skills)"
+        if self.wrong:
+            text += f"; {self.wrong} loaded another skill instead"
         if self.failed:
             text += f"; {self.failed} more attempted it and the call failed"
-        return text
+        if self.none and self.none != self.trials - self.used:
+            text += f"; {self.none} loaded none"
+        return text + self.pass_rates
+
+    @property
+    def pass_rates(self) -> str:
+        """``; passed 5 of 6 when it was used, 1 of 4 when not (observational: ...)`` when both kinds exist."""
+        unused = self.trials - self.used
+        if not self.used or not unused:
+            return ""
+        return (
+            f"; passed {self.used_passed} of {self.used} ({self.used_passed / self.used:.0%}) when it was used, "
+            f"{self.unused_passed} of {unused} ({self.unused_passed / unused:.0%}) when not (observational: the "
+            f"trials chose whether to use it, so this is not the skill's effect; the verdict is)"
+        )
 
     @property
     def short(self) -> str:
         """``3 of 4``, and ``(1 with a failed call)`` when some trials called a skill and the call failed."""
-        return f"{self.used} of {self.trials}" + (f" ({self.failed} with a failed call)" if self.failed else "")
+        notes = [
+            f"{n} {what}"
+            for n, what in (
+                (self.partial, "partial"),
+                (self.wrong, "another skill"),
+                (self.failed, "with a failed call"),
+            )
+            if n
+        ]
+        return f"{self.used} of {self.trials}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+class SkillLeaks(msgspec.Struct, frozen=True):
+    """Skills loaded under a treatment that installs none (CONTROL): each one is a leak, a skill the agent
+    found elsewhere (its user folder, a plugin), which makes the baseline something other than "without"."""
+
+    trials: int
+    """Analysis-set trials whose agent reports the skills it uses."""
+    leaked: int
+    """Of them, trials that loaded a skill."""
+    names: tuple[str, ...]
+    """The skills loaded, most often first."""
+
+    @property
+    def text(self) -> str:
+        if not self.leaked:
+            return f"installs no skill, and none was loaded in {self.trials} trial(s) that would show it: no leak"
+        return (
+            f"installs no skill, yet {self.leaked} of {self.trials} trials loaded one ({', '.join(self.names)}): "
+            f'a leak; this baseline is not "without the skill"'
+        )
 
 
 class TreatmentSkills(msgspec.Struct, frozen=True):
@@ -271,6 +336,8 @@ class TreatmentSkills(msgspec.Struct, frozen=True):
     """Over every task."""
     by_task: Mapping[str, SkillUse]
     """Per task, sorted by name: the tasks with at least one trial counted."""
+    leaks: SkillLeaks | None = None
+    """Under a treatment that installs no skill, whether its trials loaded one; None otherwise."""
 
     @property
     def shown(self) -> tuple[EvaluatedSkill, ...]:

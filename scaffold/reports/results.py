@@ -88,8 +88,15 @@ def result_row(record: TrialRecord, files: TrialFiles | None = None) -> dict[str
         row["judge_info"] = _judge_info(record.judge)
     use = trial_skill_use(record)
     if use is not None:
-        # Only for a trial expected to invoke skills, so the lines of every other trial stay as they were.
-        row["skill_use"] = {"expected": list(use.expected), "used": use.used, "failed_call": bool(use.failed)}
+        # Only for a trial expected to invoke skills, or one under a treatment that installs none whose agent
+        # says what it loads, so the lines of every other trial stay as they were.
+        row["skill_use"] = {
+            "expected": list(use.expected),
+            "used": use.used,
+            "failed_call": bool(use.failed),
+            "category": use.category,
+            "others": list(use.others),
+        }
     return row
 
 

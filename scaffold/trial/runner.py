@@ -474,6 +474,7 @@ class Runner:
                 if rubric is not None and self.agent.traits.invokes_skills
                 else ()
             ),
+            skill_evidence=self.agent.traits.invokes_skills,
             noise=UNCLASSIFIED,
             # Listed once here, so reports of 100,000 trials need not list every folder again.
             streams=stream_names(trial_dir),

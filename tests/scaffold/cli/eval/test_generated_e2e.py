@@ -172,6 +172,8 @@ def test_runs_until_decided_and_passes_its_gate(make_eval: Callable[[str, str], 
     assert f"| `{gate}` | on these tasks | PASS |" in summary
     assert "- **DYNAMIC_SKILL**: markdown-report from " in summary  # the skill, its source and hash
     assert "skill used in 14 of 14 trials" in summary
+    # The real CLI reports the skills it loads, so CONTROL's trials are watched for a leak (none here).
+    assert "- **CONTROL** installs no skill, and none was loaded in 14 trial(s) that would show it: no leak" in summary
     gates = json.loads((experiment / "gates.json").read_text())
     assert gates["passed"] is True
     trials = {p.parent.name for p in (experiment / "trials").glob("*/record.json")}
