@@ -4,7 +4,7 @@ Builds two throw-away projects in a temporary folder:
 
 * ``comet/``: ``--tasks`` task folders (laid out as ``tests/conftest.py``'s TaskFactory writes them) and
   ``--treatments`` treatments (CONTROL plus others holding one small skill each), every task listing
-  them all in ``default_treatments``, and the repository's ``local/tests/test_tasks.py``;
+  them all in ``default_treatments``, and the local suite's entry;
 * ``plain/``: one test function with a plain ``@pytest.mark.parametrize`` over the same number of ids,
   of the same shape (``<task>-<treatment>-r<trial>``).
 
@@ -34,8 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from scaffold.catalog.builtin import SUITES
+
 REPO = Path(__file__).resolve().parent.parent
-TEST_FILE = REPO / "local" / "tests" / "test_tasks.py"
+TEST_FILE = SUITES["local"]
 GOAL = 1.2
 BLOCKED = "plain, plugin blocked"
 INI = "[pytest]\n"

@@ -59,6 +59,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
@@ -256,7 +258,7 @@ def cpu_limit_note(backend: str) -> str:
         return ""
     from scaffold.catalog.tasks import load_catalog
 
-    cpus = load_catalog([REPO / "local" / "tasks"]).tasks[TASK].spec.environment.cpus
+    cpus = load_catalog([BUILTIN_TASKS_DIR]).tasks[TASK].spec.environment.cpus
     return f" each container holds its trial to {cpus:g} CPU (the task's limit, Harbor's default); local: no limit"
 
 

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import inspect_side  # noqa: E402
 from benchmarks.collection import clean_env  # noqa: E402  (the same environment as collection's runs)
 from scaffold.agents import create_agent  # noqa: E402
+from scaffold.catalog.builtin import SUITES  # noqa: E402
 from scaffold.catalog.tasks import load_catalog  # noqa: E402
 from scaffold.catalog.treatments import load_treatments  # noqa: E402
 from scaffold.experiment import Experiment  # noqa: E402
@@ -246,11 +247,11 @@ def blocking_args(names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def startup_project(root: Path, tasks: Path) -> Path:
-    """The suite of a 1-trial run: the repository's local/tests/test_tasks.py and a pytest.ini of its own."""
+    """The suite of a 1-trial run: the local suite's entry (scaffold.catalog.builtin) and a pytest.ini of its own."""
     project = root / "startup"
     (project / "tests").mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\n")
-    shutil.copy(ROOT / "local" / "tests" / "test_tasks.py", project / "tests" / "test_tasks.py")
+    shutil.copy(SUITES["local"], project / "tests" / "test_tasks.py")
     return project
 
 

@@ -1,22 +1,7 @@
-"""The Langfuse suite: the local suite's trials, each also reported to Langfuse (README.md here).
+"""The checkout's path to the Langfuse suite (``pytest langfuse/tests``): the packaged suite's plugin and
+fixture (scaffold/builtin/suites/langfuse/conftest.py; an installation runs ``comet run --suite
+langfuse``). No ``__init__.py`` in this folder or below it: it must never shadow the ``langfuse`` SDK."""
 
-No ``__init__.py`` in this folder or below it: a package named ``langfuse`` here would shadow the SDK.
-"""
+from scaffold.builtin.suites.langfuse.conftest import comet_langfuse, pytest_configure
 
-from __future__ import annotations
-
-import pytest
-
-from pytest_comet.langfuse_suite import SUITE, LangfuseSuite
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    suite = LangfuseSuite(config)
-    config.stash[SUITE] = suite
-    config.pluginmanager.register(suite, "comet-langfuse")
-
-
-@pytest.fixture
-def comet_langfuse(request: pytest.FixtureRequest) -> LangfuseSuite:
-    """The suite's reporter of this process."""
-    return request.config.stash[SUITE]
+__all__ = ["comet_langfuse", "pytest_configure"]

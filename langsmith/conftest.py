@@ -1,8 +1,8 @@
-"""The LangSmith suite's hooks and fixtures (pytest_comet.langsmith_suite): the local suite's trials,
-each reported through the LangSmith SDK's pytest plugin. No ``__init__.py`` in this folder: it must never
-shadow the ``langsmith`` SDK package."""
+"""The checkout's path to the LangSmith suite (``pytest langsmith/tests``): the packaged suite's hooks and
+fixtures (scaffold/builtin/suites/langsmith/conftest.py; an installation runs ``comet run --suite
+langsmith``). No ``__init__.py`` in this folder: it must never shadow the ``langsmith`` SDK package."""
 
-from pytest_comet.langsmith_suite import (
+from scaffold.builtin.suites.langsmith.conftest import (
     langsmith_trial,
     pytest_configure,
     pytest_runtest_call,

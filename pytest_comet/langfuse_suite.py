@@ -1,4 +1,4 @@
-"""The Langfuse suite's pytest plugin (registered by ``langfuse/conftest.py``): the local suite's session,
+"""The Langfuse suite's pytest plugin (registered by the suite's ``conftest.py``): the local suite's session,
 and every trial and the experiment also reported to Langfuse (scaffold.tracing.langfuse_report).
 
 Lifecycle. At session start on the controller (never with ``--collect-only``, ``--help`` and the like,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["SUITE", "LangfuseSuite"]
 
 SUITE: Final = pytest.StashKey["LangfuseSuite"]()
-"""The suite's plugin of this pytest process, in ``config.stash`` (langfuse/conftest.py's fixture reads it)."""
+"""The suite's plugin of this pytest process, in ``config.stash`` (the suite conftest's fixture reads it)."""
 _PROPERTY: Final = "comet_langfuse"
 
 

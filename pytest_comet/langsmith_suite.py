@@ -1,5 +1,5 @@
-"""I/O (the LangSmith SDK). The LangSmith suite's pytest side: ``langsmith/conftest.py`` imports these hooks
-and fixtures, ``langsmith/tests/test_tasks.py`` calls :func:`current_trial` and :func:`log_trial`.
+"""I/O (the LangSmith SDK). The LangSmith suite's pytest side: its ``conftest.py`` imports these hooks
+and fixtures, its ``test_tasks.py`` calls :func:`current_trial` and :func:`log_trial`.
 
 The suite runs the local suite's trials (same tasks, treatments, agents, backends, records, reports and
 gates: pytest_comet does all of it) and reports each to LangSmith through the SDK's own pytest integration

@@ -158,7 +158,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         action="append",
         default=[],
         metavar="DIR",
-        help="a tasks folder (with index.yaml); repeatable; replaces the default local/tasks",
+        help="a tasks folder (with index.yaml); repeatable; replaces the default (local/tasks, else the built-ins)",
     )
     add(
         "--treatments-dir",
@@ -185,6 +185,27 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         metavar="NAME",
         help="name to install --skill-path under (default: its folder name)",
+    )
+    add(
+        "--distractors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run DYNAMIC_SKILL_PLUS_N_DISTRACTORS: the --skill-path skill among N others drawn from "
+        "--skill-pool (default: the other tasks' skills) (docs/treatment-kinds.md)",
+    )
+    add("--skill-pool", default=None, metavar="DIR", help="a folder of skill folders distractors are drawn from")
+    add(
+        "--nudge",
+        action="store_true",
+        default=False,
+        help="also run DYNAMIC_SKILL_NUDGE: the --skill-path skill and one line saying skills are installed",
+    )
+    add(
+        "--self-written",
+        action="store_true",
+        default=False,
+        help="also run SELF_WRITTEN: the agent writes a skill for the task first, then does the task with it",
     )
     add(
         "--experiment-id",
@@ -298,7 +319,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         metavar="NAME",
         help="the LLM judge's agent (any --judge-* option turns the judge on; default: $BENCH_JUDGE_AGENT, "
-        "else --agent)",
+        "else claude-code, whatever --agent is)",
     )
     add("--judge-model", default=None, metavar="NAME", help="the LLM judge's model (default: $BENCH_JUDGE_MODEL)")
     add(

@@ -68,7 +68,7 @@ class PluginState:
             from scaffold.agents.credentials import load_environment
             from scaffold.session import HarnessSession
 
-            # Defaults the README says come from the environment come from the process environment, then
+            # Defaults the docs say come from the environment come from the process environment, then
             # ~/.comet/eval/.env: one merged mapping for the options and the session alike.
             environment = load_environment()
             self._session = HarnessSession(
@@ -180,6 +180,7 @@ class PluginState:
 
 
 def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
+    from scaffold.catalog.builtin import project_root
     from scaffold.session import Options
 
     def paths(name: str) -> tuple[Path, ...]:
@@ -191,12 +192,16 @@ def _options(config: pytest.Config, environment: Mapping[str, str]) -> Options:
 
     manifest = path("eval_manifest")
     return Options(
-        root=config.rootpath,
+        root=project_root(config.rootpath, config.invocation_params.dir),
         tasks_dirs=paths("tasks_dir"),
         treatments_dirs=paths("treatments_dir"),
         skill_bases=tuple(config.getoption("comet_skill_base")),
         skill_path=path("skill_path"),
         skill_name=config.getoption("comet_skill_name"),
+        distractors=int(config.getoption("comet_distractors")),
+        skill_pool=path("skill_pool"),
+        nudge=bool(config.getoption("comet_nudge")),
+        self_written=bool(config.getoption("comet_self_written")),
         tasks=tuple(config.getoption("comet_task")),
         treatments=tuple(config.getoption("comet_treatment")),
         count=_count(config),

@@ -19,7 +19,7 @@ CometError
 └── GateError (ValueError)        a --gate expression that does not parse
 
 ExitStatus is the one table of how the harness's commands end (``comet``, ``comet eval``, the reporting
-status of a pytest session); each command's ``--help`` and the README are made from, or tested
+status of a pytest session); each command's ``--help`` and docs/reference/cli.md are made from, or tested
 against, EXIT_MEANINGS.
 """
 

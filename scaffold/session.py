@@ -5,11 +5,11 @@ The pytest plugin (a session per pytest process: the controller and each xdist w
 the catalogs, the cases, the agent, the experiment, the runner with its backend, the report settings.
 So the defaults are decided here once:
 
-* tasks folders: those given (``--tasks-dir``, ``comet tasks list DIR``...), else ``<root>/local/tasks``.
-  Folders given *replace* the default: ``--tasks-dir ~/terminal-bench-2`` runs those tasks, not the
-  built-in ones as well (pass ``--tasks-dir local/tasks`` too for both);
+* tasks folders: those given (``--tasks-dir``, ``comet tasks list DIR``...), else ``<root>/local/tasks``
+  when it exists, else the built-in tasks (scaffold.catalog.builtin). Folders given *replace* the default:
+  ``--tasks-dir ~/terminal-bench-2`` runs those tasks, not the built-in ones as well;
 * treatments folders: those given, else the ``treatments/`` folder beside each tasks folder (for the
-  default, ``<root>/local/treatments``);
+  default, ``<root>/local/treatments``, or the built-in treatments);
 * experiments under ``<root>/local/logs`` unless ``--logs-dir``; workspaces under ``$TMPDIR/comet-eval``;
 * the backend's network policy from what the agent must reach (scaffold.workspaces.base.AgentNetwork).
 
@@ -47,8 +47,10 @@ from scaffold.catalog.treatments import (
     CONTROL,
     DYNAMIC_SKILL,
     TASK_SKILLS_PLACEHOLDER,
+    Treatment,
     TreatmentCatalog,
     dynamic_treatment,
+    kind_treatments,
     load_treatments,
     parse_skill_bases,
 )
@@ -104,6 +106,14 @@ class Options:
     skill_path: Path | None = None
     """A skill folder to evaluate as treatment DYNAMIC_SKILL, beside CONTROL."""
     skill_name: str | None = None
+    distractors: int = 0
+    """``--distractors N``: also run DYNAMIC_SKILL among N distractors (scaffold.catalog.treatment_kinds)."""
+    skill_pool: Path | None = None
+    """``--skill-pool DIR``: the distractors' pool; None: the skills of the corpus's other tasks."""
+    nudge: bool = False
+    """``--nudge``: also run DYNAMIC_SKILL_NUDGE."""
+    self_written: bool = False
+    """``--self-written``: also run SELF_WRITTEN."""
     tasks: tuple[str, ...] = ()
     """Task patterns (comma lists, trailing ``*`` prefixes); empty: every task."""
     treatments: tuple[str, ...] = ()
@@ -171,7 +181,8 @@ _AGENT_ID = re.compile(r"^[a-z][a-z0-9-]{1,31}$")
 
 
 def task_folders(root: Path, given: Sequence[Path] = ()) -> list[Path]:
-    """The tasks folders of a session: those *given*, else ``<root>/local/tasks`` (which may not exist)."""
+    """The tasks folders of a session: those *given*, else ``<root>/local/tasks`` when it exists, else the
+    built-in tasks."""
     if given:
         return [Path(p).absolute() for p in given]
     return [project_tasks_dir(root)]
@@ -246,8 +257,7 @@ class HarnessSession:
     def _builtin_dirs(self) -> list[Path]:
         if self.options.tasks_dirs:
             return task_folders(self.options.root, self.options.tasks_dirs)
-        default = project_tasks_dir(self.options.root)
-        return [default if default.is_dir() else BUILTIN_TASKS_DIR]
+        return [project_tasks_dir(self.options.root)]
 
     def _builtin_names(self) -> list[str]:
         dirs = self._builtin_dirs()
@@ -405,7 +415,7 @@ class HarnessSession:
             )
             assert options.skill_path is not None
             treatments = treatments.with_treatment(dynamic_treatment(options.skill_path, options.skill_name))
-            self._catalogs = (tasks, treatments)
+            self._catalogs = (tasks, self._with_kinds(treatments))
         if self._catalogs is None:
             options = self.options
             tasks_dirs = self.task_folders()
@@ -423,8 +433,28 @@ class HarnessSession:
                 treatments = treatments.with_treatment(TASK_SKILLS_PLACEHOLDER)
             if options.skill_path is not None:
                 treatments = treatments.with_treatment(dynamic_treatment(options.skill_path, options.skill_name))
-            self._catalogs = (tasks, treatments)
+            self._catalogs = (tasks, self._with_kinds(treatments))
         return self._catalogs
+
+    def _with_kinds(self, treatments: TreatmentCatalog) -> TreatmentCatalog:
+        """*treatments* with the kinds the options ask for (``--distractors``, ``--nudge``, ``--self-written``),
+        checked once every treatment is in (a ``skills_of`` naming none is a broken treatment)."""
+        options = self.resolved
+        for treatment in self._kinds():
+            if treatment.skills_of == DYNAMIC_SKILL and options.skill_path is None:
+                flag = "--nudge" if treatment.nudge else "--distractors"
+                raise SelectionError(f"{flag} builds on the skill under test: give --skill-path DIR (or a manifest)")
+            treatments = treatments.with_treatment(treatment)
+        return treatments.checked()
+
+    def _kinds(self) -> tuple[Treatment, ...]:
+        options = self.options
+        return kind_treatments(
+            distractors=options.distractors,
+            pool=options.skill_pool,
+            nudge=options.nudge,
+            self_written=options.self_written,
+        )
 
     def cases(self) -> list[Case | Broken]:
         """Every case to run, sorted: the same list in every process of the session."""
@@ -438,14 +468,21 @@ class HarnessSession:
                 treatment_patterns=parse_list(options.treatments),
                 count=options.count,
                 # --skill-path asks one question, does this skill help: CONTROL against DYNAMIC_SKILL only,
-                # not the task's other default treatments (README: Treatments).
-                default_treatments=[CONTROL, DYNAMIC_SKILL] if options.skill_path is not None else None,
+                # not the task's other default treatments (docs/treatments.md).
+                default_treatments=self._default_treatments(),
                 profile=options.profile,
             )
             if options.agent == "oracle":
                 self._cases = refuse_without_solution(self._cases, tasks)
             self._harbor_backend(tasks)
         return self._cases
+
+    def _default_treatments(self) -> list[str] | None:
+        """CONTROL, the skill under test and the kinds asked for; None (each task's own) without any."""
+        kinds = [t.name for t in self._kinds()]
+        if self.resolved.skill_path is None and not kinds:
+            return None
+        return [CONTROL, *([DYNAMIC_SKILL] if self.resolved.skill_path is not None else []), *kinds]
 
     def _harbor_backend(self, tasks: TaskCatalog) -> None:
         """Harbor-format tasks work in their image's own file system (/app, /root, /tests, /solution):

@@ -15,7 +15,8 @@ import pytest
 import scipy.special  # type: ignore[import-untyped]  # noqa: F401
 
 import scaffold.reports.write  # noqa: F401
-from tests.support.factories import REPO, TaskFactory
+from scaffold.catalog.builtin import SUITES
+from tests.support.factories import TaskFactory
 
 # tests.support.loadgroup: tests marked xdist_group("NAME") share one worker.
 pytest_plugins = ["pytester", "tests.support.loadgroup"]
@@ -55,7 +56,7 @@ def suite(pytester: pytest.Pytester) -> TaskFactory:
     factory = TaskFactory(pytester.path / "local")
     tests = pytester.path / "local" / "tests"
     tests.mkdir(parents=True)
-    (tests / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    (tests / "test_tasks.py").write_text(SUITES["local"].read_text())
     pytester.makeini("[pytest]\n")
     return factory
 

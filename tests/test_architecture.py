@@ -246,7 +246,6 @@ def test_the_architecture_document_is_current() -> None:
 
 # Where ``__file__`` may be climbed out of its package, and why (the built-in suite is never the reason).
 CLIMBS_FROM_FILE = {
-    "scaffold.catalog.builtin": "the one place that knows where the built-in suite lives",
     "scaffold.workspaces.supervisor": "the folder scaffold is importable from, for the supervisor's python -S",
 }
 
@@ -355,7 +354,12 @@ def test_the_init_check_sees_a_long_face_and_a_main_module_that_reexports() -> N
 
 PYTEST_OWN_PLUGINS = ("terminalreporter",)
 """pytest's own plugins, which any plugin may ask pytest for by name."""
-SUITE_FILES = sorted(p for folder in ("local", "langsmith", "langfuse") for p in (REPO / folder).rglob("*.py"))
+SUITE_FILES = sorted(
+    p
+    for folder in ("local/tests", "langsmith", "langfuse", "scaffold/builtin/suites")
+    for p in (REPO / folder).rglob("*.py")
+)
+"""The suites' pytest entries: the packaged ones and the checkout's paths to them."""
 
 
 def seam_problems(source: str, module: str) -> list[str]:

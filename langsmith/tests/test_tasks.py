@@ -1,18 +1,6 @@
-"""The LangSmith suite: the local suite's test, tracked by LangSmith's pytest plugin.
+"""The checkout's path to the LangSmith suite's test: ``pytest langsmith/tests --task=fix-median --count=3``
+runs the packaged entry (scaffold/builtin/suites/langsmith/test_tasks.py); see langsmith/README.md."""
 
-pytest langsmith/tests --task=fix-median --count=3      (LANGSMITH_API_KEY set; see langsmith/README.md)
+from scaffold.builtin.suites.langsmith.test_tasks import test_task
 
-The test takes no fixture argument: the trial comes from the conftest's autouse fixture, so that the
-LangSmith run's and example's inputs are the case (task, treatment, difficulty) and nothing else.
-"""
-
-import pytest
-
-from pytest_comet.langsmith_suite import current_trial, log_trial
-
-
-@pytest.mark.langsmith
-def test_task() -> None:
-    trial = current_trial()
-    log_trial(trial)
-    trial.assert_passed()
+__all__ = ["test_task"]

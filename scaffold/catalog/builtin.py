@@ -1,48 +1,87 @@
-"""Where the harness's own suite lives: its built-in tasks and treatments, and each suite's test entry.
+"""Where the harness's own suite lives: its built-in tasks, treatments and skill, and each suite's test entry.
 
 The one module that knows these places (tests/test_architecture.py holds every other module to that):
-everything else asks here. In this installation they are the folders ``local/``, ``langsmith/`` and
-``langfuse/`` beside the packages; a project of the user's keeps its own tasks in ``<root>/local/tasks``
-and its experiments in ``<root>/local/logs``, the defaults a session starts from.
+everything else asks here. They are package data, the folder ``scaffold/builtin/`` found through
+``importlib.resources``, so a checkout (an editable install) and an installed wheel find the same files::
+
+    scaffold/builtin/tasks/        the built-in tasks (index.yaml, one folder each)
+    scaffold/builtin/treatments/   the built-in treatments (CONTROL, SKILL_MARKDOWN_REPORT)
+    scaffold/builtin/skills/       the skill SKILL_MARKDOWN_REPORT installs (markdown-report)
+    scaffold/builtin/suites/NAME/  each suite's pytest entry: test_tasks.py (and a conftest.py)
+
+The data lives there once: the checkout's ``local/tests/test_tasks.py`` (and ``langsmith/``, ``langfuse/``)
+only import the packaged entries, so ``pytest local/tests`` keeps working there. A project of the user's
+keeps its own tasks in ``<root>/local/tasks`` and its experiments in ``<root>/local/logs``, the defaults a
+session starts from; without ``local/tasks`` it runs the built-in tasks. ``<root>`` is pytest's rootdir or
+the current folder, never a folder of the installation (:func:`project_root`): run outputs never go into
+site-packages. docs/packaging.md tells the whole layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Final
 
 from scaffold.errors import SelectionError
 
 __all__ = [
+    "BUILTIN_DIR",
+    "BUILTIN_SKILLS_DIR",
     "BUILTIN_TASKS_DIR",
+    "BUILTIN_TREATMENTS_DIR",
     "ENVIRONMENT_TASK",
     "SUITES",
     "builtin_environment",
     "builtin_folders",
     "builtin_task_names",
     "project_logs_dir",
+    "project_root",
     "project_tasks_dir",
 ]
 
-HARNESS_ROOT: Final = Path(__file__).resolve().parents[2]
-"""The folder the packages are installed in, beside the suites' folders."""
-BUILTIN_TASKS_DIR: Final = HARNESS_ROOT / "local" / "tasks"
+
+def _package_data() -> Path:
+    """``scaffold/builtin`` on disk. pip always unpacks a wheel, so the package is a folder; a zip import
+    (zipapp, an egg) would give a Traversable that no workspace can copy from or pytest collect."""
+    found = resources.files("scaffold") / "builtin"
+    if not isinstance(found, Path):
+        raise SelectionError(f"comet-eval must be installed as files (pip install), not imported from {found}")
+    return found
+
+
+BUILTIN_DIR: Final = _package_data()
+"""The built-in suite's folder in the installed package."""
+BUILTIN_TASKS_DIR: Final = BUILTIN_DIR / "tasks"
 """The built-in tasks (the local suite's): what a manifest's recommendedTasks and --quick name."""
+BUILTIN_TREATMENTS_DIR: Final = BUILTIN_DIR / "treatments"
+"""The built-in treatments: the ``treatments/`` folder beside the built-in tasks, found as any such folder."""
+BUILTIN_SKILLS_DIR: Final = BUILTIN_DIR / "skills"
+"""The skills the built-in treatments install (``markdown-report``, also the examples' plain skill)."""
 SUITES: Final[Mapping[str, Path]] = {
-    "local": HARNESS_ROOT / "local" / "tests" / "test_tasks.py",
-    "langsmith": HARNESS_ROOT / "langsmith" / "tests" / "test_tasks.py",
-    "langfuse": HARNESS_ROOT / "langfuse" / "tests" / "test_tasks.py",
+    "local": BUILTIN_DIR / "suites" / "local" / "test_tasks.py",
+    "langsmith": BUILTIN_DIR / "suites" / "langsmith" / "test_tasks.py",
+    "langfuse": BUILTIN_DIR / "suites" / "langfuse" / "test_tasks.py",
 }
 """Each ``--suite`` (and ``reporting.suite``) and the test file pytest runs for it: the same trials and
-local reports everywhere; langsmith and langfuse also report to their service."""
+local reports everywhere; langsmith and langfuse also report to their service (their conftest.py beside)."""
 ENVIRONMENT_TASK: Final = "generic-skill-smoke"
 """The built-in task whose environment inline and generated tasks start from."""
 
 
+def project_root(rootdir: Path, invocation_dir: Path) -> Path:
+    """A pytest session's project folder: its *rootdir*, unless that lies inside the installed package
+    (``pytest --pyargs`` of a packaged suite finds no configuration file and roots the run at the suite's
+    folder), where it is the folder pytest was started in: outputs go there, never into site-packages."""
+    package = BUILTIN_DIR.parent.resolve()
+    return invocation_dir if rootdir.resolve().is_relative_to(package) else rootdir
+
+
 def project_tasks_dir(root: Path) -> Path:
-    """A project's default tasks folder, ``<root>/local/tasks`` (in this checkout: the built-in tasks)."""
-    return root / "local" / "tasks"
+    """A project's tasks folder, ``<root>/local/tasks`` when it exists, else the built-in tasks."""
+    own = root / "local" / "tasks"
+    return own if own.is_dir() else BUILTIN_TASKS_DIR
 
 
 def project_logs_dir(root: Path) -> Path:

@@ -4,6 +4,10 @@ A treatments file is YAML mapping names to ``{description, skills: [...], claude
 a folder path relative to the file (``- path/to/skill`` or ``- {name, path}``) or a named snapshot under
 a base folder (``- {name, skill: 040-beta/comet, base: benchmarks, variant?}``); a base folder ``NAME``
 is ``--skill-base NAME=DIR`` when given, else the folder ``NAME`` beside the treatments folder.
+
+A treatment may also be of a kind (scaffold.catalog.treatment_kinds): ``skills_of: NAME`` (the skills
+under test are another treatment's, e.g. DYNAMIC_SKILL), ``distractors: {count, pool?, seed?}``,
+``nudge: true``, ``self_written: true``; its skills are then the skills under test.
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from typing import Annotated, Any, TypeVar
 import yaml
 from pydantic import Field, ValidationError
 
+from scaffold.catalog.treatment_kinds import Distractors, kind_name
 from scaffold.errors import Problem, SelectionError
 from scaffold.util.schema import Model, NonEmptyStr, load_yaml, problems_from, yaml_problem
 
 __all__ = [
     "CONTROL",
     "DYNAMIC_SKILL",
+    "SELF_WRITTEN",
     "SKILL_NAME_RULE",
     "TASK_SKILLS",
     "TASK_SKILLS_PLACEHOLDER",
@@ -33,6 +39,7 @@ __all__ = [
     "dynamic_treatment",
     "frontmatter_name",
     "invocation_name",
+    "kind_treatments",
     "load_treatments",
     "parse_skill_bases",
     "skill_name_problem",
@@ -45,6 +52,8 @@ TASK_SKILLS = "TASK_SKILLS"
 """The treatment of a task's own skills (a Harbor task's ``environment/skills``, as SkillsBench ships
 them), resolved per task: the same name gives each task its own skills, and every other treatment of
 such a task runs without them (scaffold.catalog.tasks.Task.without_skills)."""
+SELF_WRITTEN = "SELF_WRITTEN"
+"""The self-written kind's base name: the agent writes the skill under test itself, before the task."""
 TREATMENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,99}$")
 SKILL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -61,12 +70,22 @@ class _ClaudeMdFile(Model):
     file: NonEmptyStr
 
 
+class _DistractorsEntry(Model):
+    count: Annotated[int, Field(strict=True, ge=1, le=100)]
+    pool: NonEmptyStr | None = None
+    seed: Annotated[int, Field(strict=True, ge=0)] = 0
+
+
 class _TreatmentEntry(Model):
     description: Annotated[str, Field(strict=True)] = ""
     # Entries are checked one by one in _build: a pydantic union would report every alternative's
     # error under internal names instead of the one the user meant.
     skills: tuple[Any, ...] = ()
     claude_md: Any = None
+    skills_of: NonEmptyStr | None = None
+    distractors: _DistractorsEntry | None = None
+    nudge: Annotated[bool, Field(strict=True)] = False
+    self_written: Annotated[bool, Field(strict=True)] = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +116,35 @@ class Treatment:
     skills: tuple[SkillRef, ...] = ()
     claude_md: str | None = None
     source: Path | None = None
+    skills_of: str | None = None
+    """The treatment whose skills come first (DYNAMIC_SKILL, TASK_SKILLS, a named one): resolved per trial
+    (scaffold.trial.runner), when they are known."""
+    distractors: Distractors | None = None
+    drawn: tuple[SkillRef, ...] = ()
+    """The distractors drawn for one task (the resolved treatment of a trial): installed, never expected."""
+    nudge: bool = False
+    self_written: bool = False
 
     @property
     def skill_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.skills)
 
     @property
+    def installed(self) -> tuple[SkillRef, ...]:
+        """Every skill put in the workspace: the skills under test, then the drawn distractors."""
+        return (*self.skills, *self.drawn)
+
+    @property
+    def is_kind(self) -> bool:
+        """Of a kind (distractors, nudge, self-written, built on another's skills): its skills are under test."""
+        return bool(self.skills_of or self.distractors or self.nudge or self.self_written)
+
+    @property
     def names_by_folder(self) -> dict[str, str]:
         """Folder -> name for the skills installed under a folder that is not their name (a task's own
         skill whose SKILL.md names it otherwise), leaving out a folder that is another skill's name."""
-        names = set(self.skill_names)
-        return {s.folder_name: s.name for s in self.skills if s.folder_name != s.name and s.folder_name not in names}
+        names = {s.name for s in self.installed}
+        return {s.folder_name: s.name for s in self.installed if s.folder_name != s.name and s.folder_name not in names}
 
 
 _BUILTIN_CONTROL = Treatment(CONTROL, "No skills (baseline)")
@@ -182,6 +219,26 @@ class TreatmentCatalog:
     def with_treatment(self, treatment: Treatment) -> TreatmentCatalog:
         return TreatmentCatalog({**self.treatments, treatment.name: treatment}, self.broken, self.general)
 
+    def checked(self) -> TreatmentCatalog:
+        """The catalog with every treatment whose ``skills_of`` names no treatment moved to the broken ones,
+        once every treatment is in (DYNAMIC_SKILL is added after the files are read)."""
+        known = {*self.treatments, TASK_SKILLS}
+        missing = {n: t for n, t in self.treatments.items() if t.skills_of is not None and t.skills_of not in known}
+        if not missing:
+            return self
+        broken = dict(self.broken)
+        for name, treatment in missing.items():
+            fix = f"{DYNAMIC_SKILL} exists with --skill-path" if treatment.skills_of == DYNAMIC_SKILL else "define it"
+            problem = Problem(
+                treatment.source or Path(name),
+                f"skills_of names no treatment ({fix})",
+                f"{name}.skills_of",
+                treatment.skills_of,
+            )
+            broken[name] = (*broken.get(name, ()), problem)
+        kept = {n: t for n, t in self.treatments.items() if n not in missing}
+        return TreatmentCatalog(kept, dict(sorted(broken.items())), self.general)
+
 
 def load_treatments(dirs: Sequence[Path], *, skill_bases: Mapping[str, Path] | None = None) -> TreatmentCatalog:
     """Load every ``*.yaml``/``*.yml`` under each folder (recursively, in sorted order).
@@ -241,6 +298,42 @@ def dynamic_treatment(skill_path: Path, skill_name: str | None = None) -> Treatm
     return Treatment(DYNAMIC_SKILL, f"The skill at {path}", (SkillRef(name, path, source=str(path)),))
 
 
+def kind_treatments(
+    *, distractors: int = 0, pool: Path | None = None, nudge: bool = False, self_written: bool = False
+) -> tuple[Treatment, ...]:
+    """The treatments of ``--distractors N`` (with ``--skill-pool DIR``), ``--nudge`` and ``--self-written``:
+    each adds one kind, named by what it is; the first two build on DYNAMIC_SKILL (``--skill-path``)."""
+    if pool is not None:
+        pool = Path(os.path.normpath(pool.expanduser().absolute()))
+        if not pool.is_dir():
+            raise SelectionError(f"--skill-pool {pool}: no such folder")
+    if pool is not None and not distractors:
+        raise SelectionError(f"--skill-pool {pool}: give --distractors N, the number of skills to draw from it")
+    out = []
+    if nudge:
+        out.append(
+            Treatment(
+                kind_name(DYNAMIC_SKILL, nudge=True),
+                "The skill under test, and a line in the instructions file saying skills are installed",
+                skills_of=DYNAMIC_SKILL,
+                nudge=True,
+            )
+        )
+    if distractors:
+        spec = Distractors(distractors, pool)
+        out.append(
+            Treatment(
+                kind_name(DYNAMIC_SKILL, distractors=distractors),
+                f"The skill under test among {spec.describe()}",
+                skills_of=DYNAMIC_SKILL,
+                distractors=spec,
+            )
+        )
+    if self_written:
+        out.append(Treatment(SELF_WRITTEN, "A skill the agent writes itself before the task", self_written=True))
+    return tuple(out)
+
+
 class _Invalid(Exception):
     def __init__(self, problems: list[Problem]) -> None:
         self.problems = problems
@@ -296,8 +389,18 @@ def _build(name: str, raw: Any, file: Path, root: Path, bases: Mapping[str, Path
             if ref.name in {s.name for s in skills}:
                 problems.append(Problem(file, "skill installed twice under the same name", key, ref.name))
             skills.append(ref)
-    if name == CONTROL and skills:
+    if name == CONTROL and (skills or entry.skills_of or entry.distractors or entry.nudge or entry.self_written):
         problems.append(Problem(file, "CONTROL is the no-skill baseline and cannot hold skills", f"{name}.skills"))
+    if entry.skills_of in (name, CONTROL):
+        problems.append(Problem(file, "skills_of names a treatment with skills to build on", f"{name}.skills_of"))
+    distractors = None
+    if entry.distractors is not None:
+        pool = None
+        if entry.distractors.pool is not None:
+            pool = Path(os.path.normpath(file.parent.absolute() / entry.distractors.pool))
+            if not pool.is_dir():
+                problems.append(Problem(file, f"skill pool {pool} does not exist", f"{name}.distractors.pool"))
+        distractors = Distractors(entry.distractors.count, pool, entry.distractors.seed)
     claude_md: str | None = None
     if isinstance(entry.claude_md, str):
         claude_md = entry.claude_md
@@ -311,7 +414,17 @@ def _build(name: str, raw: Any, file: Path, root: Path, bases: Mapping[str, Path
                 problems.append(Problem(file, f"cannot read {md_path}: {exc}", f"{name}.claude_md.file"))
     if problems:
         raise _Invalid(problems)
-    return Treatment(name, entry.description, tuple(skills), claude_md, file)
+    return Treatment(
+        name,
+        entry.description,
+        tuple(skills),
+        claude_md,
+        file,
+        skills_of=entry.skills_of,
+        distractors=distractors,
+        nudge=entry.nudge,
+        self_written=entry.self_written,
+    )
 
 
 _M = TypeVar("_M", bound=Model)

@@ -11,6 +11,7 @@
     comet agents list [--json]
     comet agents install [NAME ...] [--prefix DIR]
     comet eval [TARGET] [options]     (scaffold.cli.eval.command)
+    comet run [--suite NAME] [pytest options]   the built-in suite through pytest (scaffold.cli.run)
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images [list] [--json]
     comet images aliases [DIR ...] [--image-alias REF=LOCAL] [--image-alias-file FILE] [--rules] [--json]
@@ -31,7 +32,7 @@ import sys
 from collections.abc import Sequence
 
 from scaffold import __version__
-from scaffold.cli import agents, docker, report, servers, settings, status, tasks, trajectory
+from scaffold.cli import agents, docker, report, run, servers, settings, status, tasks, trajectory
 from scaffold.cli.eval.command import add_eval_command
 from scaffold.cli.report import Retained
 from scaffold.errors import CometError, ExitStatus, exit_status_help
@@ -70,7 +71,11 @@ def entry() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     parser = _parser(skill_commands=words[:1] == ["skill"])
-    args = parser.parse_args(words)
+    args, passed = parser.parse_known_args(words)
+    if passed:  # only ``comet run`` takes options it does not know: pytest's
+        if not hasattr(args, "pytest_args"):
+            parser.error(f"unrecognized arguments: {' '.join(passed)}")
+        args.pytest_args = passed
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitStatus.USAGE
@@ -97,6 +102,7 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
     for group in (tasks, trajectory, servers, agents):
         group.add_commands(commands)
     add_eval_command(commands)
+    run.add_commands(commands)
     for group in (settings, docker, report, status):
         group.add_commands(commands)
 

@@ -1,14 +1,18 @@
-"""``comet report``: the reports of one or more experiment folders (CI shards merged), their gates, and the
-upload to a tracing service again."""
+"""``comet report``: the reports of one or more experiment folders (CI shards merged) or Harbor jobs and
+Inspect logs (scaffold.imports), their gates, and the upload to a tracing service again."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from scaffold.errors import DiskFullError, ExitStatus, exit_status_help
+
+if TYPE_CHECKING:  # the command imports its modules when it runs (comet starts fast)
+    from scaffold.imports import ImportInput
+    from scaffold.reports.load import Loaded
 
 __all__ = ["REPORT_STATUSES", "Retained", "add_commands"]
 
@@ -46,9 +50,30 @@ def add_commands(commands: Any) -> None:
         epilog=exit_status_help(REPORT_STATUSES),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    report.add_argument("dirs", nargs="+", type=Path, metavar="EXPERIMENT_DIR", help="experiment directories")
     report.add_argument(
-        "--out", type=Path, default=None, help="folder for the reports (default: the experiment directory, if one)"
+        "dirs",
+        nargs="+",
+        type=Path,
+        metavar="INPUT",
+        help="experiment directories; also Harbor job folders (or a jobs folder) and Inspect AI eval logs "
+        "(.eval or .json, or a folder of them): docs/imports.md",
+    )
+    report.add_argument(
+        "--as",
+        dest="as_names",
+        action="append",
+        default=[],
+        metavar="TREATMENT",
+        help="the treatment of a Harbor job or Inspect log, once per such input in their order (default: "
+        "Harbor's agent and its skills, e.g. oracle.my-skill; the Inspect eval's metadata.treatment, else its "
+        "model, solver and task arguments)",
+    )
+    report.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for the reports (default: the experiment directory, if one; required with Harbor or "
+        "Inspect inputs)",
     )
     report.add_argument("--baseline", default="CONTROL", metavar="NAME", help="treatment to compare against")
     report.add_argument("--html", action="store_true", help="also write report.html")
@@ -64,7 +89,7 @@ def add_commands(commands: Any) -> None:
         action="append",
         default=[],
         metavar="EXPR",
-        help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; README: gates)",
+        help="e.g. 'SKILL not worse than CONTROL' or 'pass@1 of SKILL >= 0.8' (repeatable; docs/verdicts.md: gates)",
     )
     report.add_argument(
         "--allow-mixed",
@@ -95,7 +120,7 @@ def _report(args: argparse.Namespace) -> int:
 
 def _report_or_fail(args: argparse.Namespace) -> int:
     from scaffold.agents.credentials import load_environment
-    from scaffold.errors import MixedError, ReportError
+    from scaffold.errors import MixedError
     from scaffold.reports.comparable import identity_line
     from scaffold.reports.config import resolve_outputs
     from scaffold.reports.gates import parse_gate
@@ -115,10 +140,8 @@ def _report_or_fail(args: argparse.Namespace) -> int:
         )
     # $COMET_EVAL_REPORT_CONFIG from the process environment, then ~/.comet/eval/.env, as in a pytest run.
     outputs = resolve_outputs(html=args.html, config_file=args.report_config, environ=load_environment())
-    dirs: list[Path] = args.dirs
-    if args.out is None and len(dirs) > 1:
-        raise ReportError("several experiment directories are merged: say where the reports go with --out DIR")
-    out: Path = args.out if args.out is not None else dirs[0]
+    dirs, imported = _split_inputs(args.dirs, args.as_names)
+    out = _out_folder(args, dirs, imported)
     keep = Retained.active
     try:
         reported = report_experiments(
@@ -129,6 +152,7 @@ def _report_or_fail(args: argparse.Namespace) -> int:
             keep_records=keep,
             allow_mixed=args.allow_mixed,
             gates=gates,
+            imported=_load_imports(imported) if imported else None,
         )
     except MixedError as exc:
         print(f"comet: {exc}", file=sys.stderr)
@@ -137,7 +161,10 @@ def _report_or_fail(args: argparse.Namespace) -> int:
         Retained.items.append(reported)  # freed by the process's end (entry), not object by object
     written = reported.written
     analysis = written.analysis
-    print(f"{reported.trials} trial(s) of {len(analysis.tasks)} task(s) from {len(reported.dirs)} directory(ies)")
+    parts = [f"{len(reported.dirs)} directory(ies)"] if reported.dirs or not imported else []
+    parts += [f"{len(imported)} Harbor job or Inspect log input(s)"] if imported else []
+    sources = " and ".join(parts)
+    print(f"{reported.trials} trial(s) of {len(analysis.tasks)} task(s) from {sources}")
     for treatment in analysis.reports:
         if treatment.identity is not None:
             print(f"{treatment.name}: {identity_line(treatment.identity)}")
@@ -173,6 +200,58 @@ def _report_or_fail(args: argparse.Namespace) -> int:
         )
         return ExitStatus.UNREADABLE
     return 0
+
+
+def _out_folder(args: argparse.Namespace, dirs: list[Path], imported: list[ImportInput]) -> Path:
+    """Where the reports go: ``--out``, else the one experiment folder given (never a Harbor job or an
+    Inspect log folder: nothing is written beside another tool's results)."""
+    from scaffold.errors import ReportError
+
+    if args.out is None and len(args.dirs) > 1:
+        raise ReportError("several experiment directories are merged: say where the reports go with --out DIR")
+    if args.out is None and imported:
+        raise ReportError(
+            f"{imported[0].path}: reports of Harbor jobs and Inspect logs are written to a folder of their own: "
+            f"say where with --out DIR"
+        )
+    if args.suite is not None and imported:
+        raise ReportError("--suite uploads experiment folders again; Harbor jobs and Inspect logs have no traces")
+    out: Path = args.out if args.out is not None else dirs[0]
+    return out
+
+
+def _split_inputs(paths: list[Path], names: list[str]) -> tuple[list[Path], list[ImportInput]]:
+    """The experiment folders, and the Harbor jobs and Inspect logs with the ``--as`` names given to them,
+    in order."""
+    from scaffold.errors import ReportError
+    from scaffold.imports import ImportInput, kind_of
+    from scaffold.imports.common import valid_name
+
+    dirs: list[Path] = []
+    imported: list[Path] = []
+    for path in paths:
+        try:
+            kind = kind_of(path)
+        except ReportError:
+            kind = "experiment"  # neither: the experiment loader's message says what it lacks
+        (dirs if kind == "experiment" else imported).append(path)
+    for name in names:
+        if not valid_name(name):
+            raise ReportError(
+                f"--as {name!r}: a treatment name is letters, digits, '.', '_' and '-' (as gates name it)"
+            )
+    if names and len(names) != len(imported):
+        raise ReportError(
+            f"--as names the treatment of each Harbor job or Inspect log, in their order: {len(names)} --as for "
+            f"{len(imported)} such input(s) ({', '.join(str(p) for p in imported) or 'none'})"
+        )
+    return dirs, [ImportInput(path, names[i] if names else None) for i, path in enumerate(imported)]
+
+
+def _load_imports(inputs: list[ImportInput]) -> Loaded:
+    from scaffold.imports import load_imports
+
+    return load_imports(inputs)
 
 
 def _upload_again(suite: str, dirs: list[Path], results: Any) -> bool:

@@ -50,7 +50,9 @@ def add_commands(commands: Any) -> None:
 
 
 def _dirs_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dirs", nargs="*", type=Path, metavar="DIR", help="tasks folder(s) (default: local/tasks)")
+    parser.add_argument(
+        "dirs", nargs="*", type=Path, metavar="DIR", help="tasks folder(s) (default: local/tasks, else the built-ins)"
+    )
 
 
 def _session(args: argparse.Namespace) -> HarnessSession:

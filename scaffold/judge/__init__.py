@@ -1,4 +1,4 @@
-"""The LLM judge: scores beside the rule rubric, never instead of it (see README "LLM judge").
+"""The LLM judge: scores beside the rule rubric, never instead of it (docs/judge.md).
 
 config (pure) decides whether and how it runs, prompts (pure) asks and reads; :func:`judge_trial`
 (pure: the model is reached through the *ask* it is given) scores one trial. scaffold.judge.transport

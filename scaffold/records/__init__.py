@@ -31,6 +31,7 @@ __all__ = [
     "Endpoint",
     "NoiseCategory",
     "NoiseVerdict",
+    "SelfWrittenInfo",
     "TrialError",
     "TrialRecord",
     "Verdict",
@@ -161,6 +162,21 @@ class AttemptInfo(msgspec.Struct, frozen=True, gc=False):
     """What its agent reported it cost; None when it reported nothing."""
 
 
+class SelfWrittenInfo(msgspec.Struct, frozen=True, gc=False):
+    """The pre-phase of a self-written trial (scaffold.trial.self_written): the agent wrote a skill for the
+    kind of task in a scratch workspace, kept in *folder* of the trial folder and installed for the task.
+    Its tokens and cost are its trajectory's, apart from the task's, so the task's cost compares with other
+    treatments' while the whole spend stays visible (``TrialRecord.cost_of_attempts_usd`` counts both)."""
+
+    folder: str
+    """Where the skills it wrote are, relative to the trial folder (``self-written-skill``)."""
+    skills: Mapping[str, str] = {}
+    """Each skill it wrote (the name the agent invokes it by) -> its content hash; empty: it wrote none."""
+    duration_s: _Seconds = 0.0
+    trajectory: Trajectory | None = None
+    """What the agent did writing it (tokens, cost, tool calls); None when it did not start."""
+
+
 class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One trial. Fields in the order of the JSON form, ``schema_version`` first.
 
@@ -224,13 +240,17 @@ class TrialRecord(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """The earlier attempts of this trial, first first: each was excluded as retryable noise and run
     again (scaffold.trial.runner); this record is the last attempt's. Empty when the first attempt counted
     (and in records written before retries existed)."""
+    self_written: SelfWrittenInfo | None = None
+    """The pre-phase of a self-written treatment (its skills, tokens and cost); None for every other one."""
 
     @property
     def cost_of_attempts_usd(self) -> float | None:
-        """What every attempt of the trial cost, this one and the earlier ones (what a budget spends);
-        None when none reported a cost."""
+        """What every attempt of the trial cost, this one and the earlier ones, and the self-written
+        pre-phase (what a budget spends); None when none reported a cost."""
         costs = [a.cost_usd for a in self.attempts]
         costs.append(self.trajectory.cost_usd if self.trajectory is not None else None)
+        written = self.self_written.trajectory if self.self_written is not None else None
+        costs.append(written.cost_usd if written is not None else None)
         known = [c for c in costs if c is not None]
         return sum(known) if known else None
 

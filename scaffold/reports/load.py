@@ -23,7 +23,7 @@ from scaffold.records import TrialRecord
 from scaffold.records.files import gc_paused, read_record, record_field
 from scaffold.reports.model import TrialFiles, UnreadableRecord
 
-__all__ = ["Loaded", "load_experiments"]
+__all__ = ["Loaded", "load_experiments", "merged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
         if not (directory / "trials").is_dir():
             raise ReportError(
                 f"{directory}: not an experiment directory (no trials/ folder inside); pass a directory such as "
-                f"local/logs/experiments/<id>"
+                f"local/logs/experiments/<id> (or a Harbor job folder or an Inspect eval log: docs/imports.md)"
             )
         seen_dirs.setdefault(resolved, directory)  # the same directory twice is read once
     records: list[TrialRecord] = []
@@ -95,6 +95,22 @@ def _load_experiments(dirs: Sequence[Path], link_base: Path | None) -> Loaded:
             records.append(record)
     records.sort(key=lambda r: (r.task, r.treatment, r.trial, r.experiment_id))
     return Loaded(tuple(records), files, tuple(problems), tuple(seen_dirs.values()))
+
+
+def merged(first: Loaded, second: Loaded) -> Loaded:
+    """Both sets of records as one, sorted as loaded (experiment folders and imported results: see
+    scaffold.imports); ReportError when a trial is in both."""
+    keys = {(r.experiment_id, r.case_id) for r in first.records}
+    for record in second.records:
+        if (record.experiment_id, record.case_id) in keys:
+            raise ReportError(
+                f"cannot merge: trial {record.case_id!r} of experiment {record.experiment_id!r} is given twice; "
+                f"pass each experiment, job or log once"
+            )
+    records = sorted((*first.records, *second.records), key=lambda r: (r.task, r.treatment, r.trial, r.experiment_id))
+    return Loaded(
+        tuple(records), {**first.files, **second.files}, (*first.problems, *second.problems), first.dirs + second.dirs
+    )
 
 
 def _unreadable(file: str, path: str, error: RecordError) -> UnreadableRecord:

@@ -26,7 +26,7 @@ from scaffold.reports.comparable import Identities, refuse_mixed
 from scaffold.reports.comparison import render_comparison
 from scaffold.reports.config import ReportOutputs
 from scaffold.reports.gates import Gate, GateResult, evaluate_gates
-from scaffold.reports.load import Loaded, load_experiments
+from scaffold.reports.load import Loaded, load_experiments, merged
 from scaffold.reports.model import Analysis, TrialFiles, UnreadableRecord
 from scaffold.reports.results import result_lines
 from scaffold.reports.summary import render_summary
@@ -83,6 +83,7 @@ def report_experiments(
     allow_mixed: bool = False,
     notes: Sequence[str] = (),
     gates: Sequence[Gate] = (),
+    imported: Loaded | None = None,
 ) -> Reported:
     """Read every record of *dirs* and write their reports into *out_dir*: ``comet report`` and session end.
 
@@ -95,13 +96,17 @@ def report_experiments(
     MixedError, before any file is written, when treatments differ in more than the treatment (agent,
     model, backend, ...: scaffold.reports.comparable), unless *allow_mixed*. *notes*: sentences every
     report opens with (how the session that wrote them ended). *gates*: answered on the analysis and
-    written into every report and into gates.json (``Written.gate_results``).
+    written into every report and into gates.json (``Written.gate_results``). *imported*: records read
+    from other tools' results (scaffold.imports), reported with those of *dirs* (which may then be empty).
     """
     with gc_paused():
-        loaded = load_experiments(dirs, link_base=out_dir)
+        if imported is None:
+            loaded = load_experiments(dirs, link_base=out_dir)
+        else:
+            loaded = merged(load_experiments(dirs, link_base=out_dir), imported) if dirs else imported
         if not loaded.records and not allow_empty:
             raise ReportError(
-                f"no readable trial records in {', '.join(str(d) for d in dirs)}"
+                f"no readable trial records in {', '.join(str(d) for d in dirs) or 'the results given'}"
                 + (f" ({len(loaded.problems)} unreadable: {loaded.problems[0]})" if loaded.problems else "")
             )
         written = _write_reports(

@@ -59,6 +59,9 @@ class RubricInput:
     validation: ValidationOutcome
     treatment: str = ""
     """The treatment's name."""
+    skills_under_test: bool = False
+    """The treatment is of a kind (scaffold.catalog.treatment_kinds): *treatment_skills* (its distractors
+    left out) are the skills under test, whatever its name."""
     baseline: str = "CONTROL"
     """The session's baseline treatment (``--baseline``): profiles that score a baseline differently (the
     comet-workflow profile scores it on completion and efficiency only) compare with this, never with a

@@ -10,7 +10,8 @@ and by the trial runner, which records its answer (``TrialRecord.expected_skills
    own ``environment/skills``, each named as the agent invokes it, by its SKILL.md's ``name``:
    scaffold.catalog.treatments.task_treatment; its ``distractor_skills`` left out), the skills the
    treatment installs: they are the skills under test, and a trial that never used them says something
-   about them. Scored,
+   about them; so are the skills of a treatment of a kind (distractors, nudge, self-written:
+   scaffold.catalog.treatment_kinds), whose *installed* are given without its distractors. Scored,
    never a hard failure (the task did not ask for one). ``[evaluation] expect_skills_under_test = false``
    turns this default off for a task (``comet eval``'s ``requiredSkills: []``);
 3. else none: ``skill_invocation`` is N/A (CONTROL, and named treatments of tasks that name no skill).
@@ -57,21 +58,24 @@ def matching(expected: Sequence[str], names: Iterable[str]) -> tuple[str, ...]:
     return tuple(s for s in expected if skill_key(s) in keys)
 
 
-def expected_skills(task: Task, treatment: str, installed: Sequence[str]) -> ExpectedSkills:
+def expected_skills(
+    task: Task, treatment: str, installed: Sequence[str], *, under_test: bool = False
+) -> ExpectedSkills:
     """The skills a trial of *task* under *treatment* (which installs the skills named *installed*) is
-    expected to invoke, by the rule of the module docstring."""
+    expected to invoke, by the rule of the module docstring; *under_test*: the treatment is of a kind."""
+    under_test = under_test or treatment in UNDER_TEST
     evaluation = task.spec.evaluation
     required = evaluation.required_skills
     declared = matching(required, installed)  # a skill the treatment does not install cannot be invoked
     if declared:
         return ExpectedSkills(declared, declared=True)
-    if treatment in UNDER_TEST and evaluation.expect_skills_under_test:
+    if under_test and evaluation.expect_skills_under_test:
         distractors = {skill_key(s) for s in task.harbor.distractor_skills} if task.harbor is not None else set()
-        under_test = tuple(s for s in installed if skill_key(s) not in distractors)
-        if under_test:
-            return ExpectedSkills(under_test)
+        tested = tuple(s for s in installed if skill_key(s) not in distractors)
+        if tested:
+            return ExpectedSkills(tested)
     if required:
         return ExpectedSkills((), why=f"the treatment installs none of the required skills ({', '.join(required)})")
-    if treatment in UNDER_TEST and installed and not evaluation.expect_skills_under_test:
+    if under_test and installed and not evaluation.expect_skills_under_test:
         return ExpectedSkills((), why="the task requires no skill (expect_skills_under_test = false)")
     return ExpectedSkills((), why="the task requires no skill")

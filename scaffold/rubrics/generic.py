@@ -66,7 +66,7 @@ def completion(validation: ValidationOutcome) -> tuple[float, str]:
 
 def _skill_invocation(data: RubricInput) -> tuple[Dimension, tuple[str, ...]]:
     # Which skills count is scaffold.rubrics.expected's rule, shared with the record and the reports.
-    expected = expected_skills(data.task, data.treatment, data.treatment_skills)
+    expected = expected_skills(data.task, data.treatment, data.treatment_skills, under_test=data.skills_under_test)
     if not expected.names:
         return _dim("skill_invocation", None, f"N/A: {expected.why}"), ()
     if not data.agent_invokes_skills:

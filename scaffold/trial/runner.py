@@ -22,7 +22,15 @@ from msgspec.structs import replace
 from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
 from scaffold.catalog.tasks import Task, TaskCatalog, render_instruction
-from scaffold.catalog.treatments import CONTROL, TASK_SKILLS, Treatment, TreatmentCatalog, task_treatment
+from scaffold.catalog.treatment_kinds import draw_distractors, nudge_line
+from scaffold.catalog.treatments import (
+    CONTROL,
+    TASK_SKILLS,
+    SkillRef,
+    Treatment,
+    TreatmentCatalog,
+    task_treatment,
+)
 from scaffold.errors import CometError, ImageBuildError, RecordError
 from scaffold.experiment import (
     BUILD_LOG_FILE,
@@ -54,6 +62,7 @@ from scaffold.trajectory import Trajectory
 from scaffold.trial.attempts import clear_for_attempt, kept_attempts, set_aside
 from scaffold.trial.changes import Changes, capture, diff_text, record_changes
 from scaffold.trial.logs import cap_agent_logs
+from scaffold.trial.self_written import PLACEHOLDER, SKILL_FOLDER, WrittenSkills, write_prompt, write_skills
 from scaffold.trial.start_gate import StartGate
 from scaffold.util.atomic import write_text_atomic
 from scaffold.util.hashing import hash_json, hash_tree
@@ -150,6 +159,7 @@ class Runner:
     _instructions: dict[Path, str] = field(default_factory=dict)
     _configs: dict[tuple[str, str], tuple[dict[str, Any], str]] = field(default_factory=dict)
     _prepared: set[tuple[str, bool]] = field(default_factory=set)
+    _pools: dict[Path | None, tuple[SkillRef, ...]] = field(default_factory=dict)
     # Two trials of one runner may be in flight at once (pytest_comet.ahead): the backend's calls and the
     # caches are taken one thread at a time; the workspaces themselves are each trial's own.
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -176,15 +186,20 @@ class Runner:
         task, treatment = self._resolve(case)
         profile = resolve_profile(task, self.settings.profile)
         effective = with_profile_defaults(task, profile).spec.interaction
+        skills = [
+            {"name": s.name, "content_hash": self._hash(s.path, skip=NOT_THE_SKILL), "variant": s.variant}
+            for s in treatment.skills
+        ]
+        if treatment.self_written:  # written in the trial: named here, its content in the record's self_written
+            skills.append({"name": PLACEHOLDER, "content_hash": None, "variant": "self-written"})
         return {
             "task": {"name": task.name, "content_hash": self._hash(task.root)},
             "treatment": {
                 "name": treatment.name,
-                "skills": [
-                    {"name": s.name, "content_hash": self._hash(s.path, skip=NOT_THE_SKILL), "variant": s.variant}
-                    for s in treatment.skills
-                ],
+                "skills": skills,
                 "claude_md_hash": hash_json(treatment.claude_md) if treatment.claude_md else None,
+                # Only for a kind, so the configuration (and hash) of every other treatment is unchanged.
+                **({"kind": self._kind_config(treatment)} if treatment.is_kind else {}),
             },
             "agent": {
                 "name": self.agent.name,
@@ -293,9 +308,68 @@ class Runner:
         treatment = self.treatments.treatments[case.treatment]
         if case.treatment == TASK_SKILLS:
             treatment = task_treatment(task.skills_dir)
-        if task.format == "harbor" and case.treatment != TASK_SKILLS:
+        elif treatment.is_kind:
+            treatment = self._kind(task, treatment)
+        if task.format == "harbor" and TASK_SKILLS not in (case.treatment, treatment.skills_of):
             task = dataclasses.replace(task, without_skills=True)
         return task, treatment
+
+    def _kind(self, task: Task, treatment: Treatment) -> Treatment:
+        """A treatment of a kind as *task*'s trials run it: the skills it builds on first (another
+        treatment's, a Harbor task's own for TASK_SKILLS), then its own, then the distractors drawn for the task."""
+        base: tuple[SkillRef, ...] = ()
+        if treatment.skills_of == TASK_SKILLS:
+            base = task_treatment(task.skills_dir).skills
+        elif treatment.skills_of is not None:
+            base = self.treatments.treatments[treatment.skills_of].skills
+        skills = (*base, *treatment.skills)
+        drawn: tuple[SkillRef, ...] = ()
+        spec = treatment.distractors
+        if spec is not None:
+            where = f"the skill pool {spec.pool}" if spec.pool is not None else "the corpus's other tasks"
+            pool = self._pool(spec.pool, task)
+            drawn = draw_distractors(
+                pool, spec, task=task.name, treatment=treatment.name, under_test=skills, where=where
+            )
+        return dataclasses.replace(treatment, skills=skills, drawn=drawn)
+
+    def _pool(self, folder: Path | None, task: Task) -> tuple[SkillRef, ...]:
+        """The skills distractors are drawn from: those of *folder*, else every other task's own skills."""
+        if folder is not None:
+            with self._lock:
+                if folder not in self._pools:
+                    self._pools[folder] = tuple(
+                        dataclasses.replace(s, source=f"skill pool ({s.path})") for s in task_treatment(folder).skills
+                    )
+                return self._pools[folder]
+        return tuple(
+            skill
+            for other in self.tasks.tasks.values()
+            if other.name != task.name
+            for skill in task_treatment(other.skills_dir).skills
+        )
+
+    def _kind_config(self, treatment: Treatment) -> dict[str, Any]:
+        """What a kind adds to a trial's configuration: the drawn distractors by name and content hash (the
+        draw is the seed's, task's and treatment's: the same for every trial of them), the nudge's wording,
+        the self-written prompt's hash."""
+        out: dict[str, Any] = {}
+        if treatment.skills_of is not None:
+            out["skills_of"] = treatment.skills_of
+        if treatment.distractors is not None:
+            out["distractors"] = {
+                "count": treatment.distractors.count,
+                "seed": treatment.distractors.seed,
+                "pool": "folder" if treatment.distractors.pool is not None else "corpus",
+                "drawn": [
+                    {"name": s.name, "content_hash": self._hash(s.path, skip=NOT_THE_SKILL)} for s in treatment.drawn
+                ],
+            }
+        if treatment.nudge:
+            out["nudge"] = nudge_line(self.agent.traits.skills_dir)
+        if treatment.self_written:
+            out["self_written"] = {"prompt_hash": hash_json(write_prompt(""))}
+        return out
 
     def _instruction_text(self, task: Task) -> str:
         path = task.instruction_path
@@ -336,7 +410,15 @@ class Runner:
         workspace: Workspace | None = None
         verdict: Verdict = "error"
         rubric, judged, keep = None, _UNJUDGED, False
+        written: WrittenSkills | None = None
         try:
+            if treatment.self_written:
+                progress.phase("agent")
+                mark = time.monotonic()
+                self._check_stopped()
+                written = self._write_skills(task, case, attempt, trial_dir)
+                treatment = dataclasses.replace(treatment, skills=(*treatment.skills, *written.skills))
+                phases["self_written_s"] = time.monotonic() - mark
             progress.phase("workspace")
             mark = time.monotonic()
             self._check_stopped()
@@ -386,6 +468,7 @@ class Runner:
                     trajectory,
                     outcome,
                     treatment=treatment.name,
+                    skills_under_test=treatment.is_kind,
                     baseline=self.settings.baseline,
                     files=workspace,
                     outputs=outcome.outputs,
@@ -467,10 +550,17 @@ class Runner:
             changes=changed.counts if changed is not None and changed.error is None else None,
             worker=self.worker,
             harness_version=__version__,
-            skill_sources={s.name: s.source or str(s.path) for s in treatment.skills},
+            skill_sources={
+                **(
+                    {PLACEHOLDER: f"the agent, before the task ({trial_dir / SKILL_FOLDER})"}
+                    if treatment.self_written
+                    else {}
+                ),
+                **{s.name: s.source or str(s.path) for s in treatment.installed},
+            },
             # The rubric's own rule, recorded for the reports' "skill used in x of y trials".
             expected_skills=(
-                expected_skills(task, treatment.name, treatment.skill_names).names
+                expected_skills(task, treatment.name, treatment.skill_names, under_test=treatment.is_kind).names
                 if rubric is not None and self.agent.traits.invokes_skills
                 else ()
             ),
@@ -478,22 +568,46 @@ class Runner:
             noise=UNCLASSIFIED,
             # Listed once here, so reports of 100,000 trials need not list every folder again.
             streams=stream_names(trial_dir),
+            self_written=written.info if written is not None else None,
         )
         # Classified from the finished record, so re-classifying an old record gives the same answer.
         return replace(record, noise=classify(record))
 
-    def _create(self, task: Task, case: Case, attempt: int) -> Workspace:
+    def _create(self, task: Task, case: Case, attempt: int, *, scratch: bool = False) -> Workspace:
         with self._lock:
             prepared = (task.name, task.without_skills)
             if prepared not in self._prepared:
                 self.backend.prepare(task)
                 self._prepared.add(prepared)
-            if self.upcoming is not None:
+            if self.upcoming is not None and not scratch:
                 following = self.upcoming()
                 self.backend.expect(following.task if following is not None else None)
-            workspace = self.backend.create(task, self.experiment.workspace_key(case, attempt))
+            key = self.experiment.workspace_key(case, attempt) + ("-self-written" if scratch else "")
+            workspace = self.backend.create(task, key)
             self._live[id(workspace)] = workspace
             return workspace
+
+    def _write_skills(self, task: Task, case: Case, attempt: int, trial_dir: Path) -> WrittenSkills:
+        """The self-written pre-phase (scaffold.trial.self_written), in a scratch workspace of the task's kind
+        that is gone before the task's own is made."""
+        scratch = self._create(task, case, attempt, scratch=True)
+        try:
+            run_id = f"{self.experiment.id}-{case.id}-self-written"
+            text = render_instruction(
+                self._instruction_text(task),
+                {
+                    "run_id": run_id,
+                    "task_name": task.name,
+                    "treatment": case.treatment,
+                    "trial": str(case.trial),
+                    "workspace": scratch.root,
+                },
+            )
+            written = write_skills(self.agent, scratch, task, text, trial_dir, self.settings.model)
+        finally:
+            self._destroy(scratch, keep=False)
+        self._check_stopped()
+        return written
 
     def _destroy(self, workspace: Workspace, *, keep: bool) -> None:
         with self._lock:
@@ -525,7 +639,7 @@ class Runner:
         """Put the treatment's skills where the agent looks, complete folders; write its instructions (the
         profile's first: scaffold.rubrics.workflow_setup) and register the workflow guard hook when it ships."""
         traits = self.agent.traits
-        for skill in treatment.skills:
+        for skill in treatment.installed:
             dest = f"{traits.skills_dir}/{skill.folder_name}"
             if not (skill.path / ".comet").exists():
                 workspace.put(skill.path, dest)
@@ -537,6 +651,8 @@ class Runner:
                 if child.name not in NOT_THE_SKILL:
                     workspace.put(child, f"{dest}/{child.name}")
         text = instructions(profile, treatment.claude_md)
+        if treatment.nudge:  # our one line, last: the question is whether the agent notices the skills
+            text = (text + "\n" if text else "") + nudge_line(traits.skills_dir) + "\n"
         if text is not None:
             workspace.write_text(traits.instructions_file, text)
         entry = next((s for s in treatment.skills if s.name == "comet"), None)

@@ -45,6 +45,7 @@ __all__ = [
     "is_ctrf_file",
     "parse_ctrf",
     "parse_reward",
+    "reward_of",
     "uv_shim_needed",
     "uvx_checks",
     "verify",
@@ -293,12 +294,19 @@ def parse_reward(text: bytes | None, json_text: bytes | None) -> tuple[float | N
     numbers = {k: float(v) for k, v in numbers.items() if math.isfinite(v)}
     if not numbers:
         return None, "reward.json holds no number"
+    return reward_of(numbers, "reward.json")
+
+
+def reward_of(numbers: Mapping[str, float], where: str) -> tuple[float, str]:
+    """The one reward of Harbor's named rewards (non-empty): the ``reward`` entry, else the only one, else
+    the mean of them all; and where it came from, *where* and the names (``reward.json (accuracy)``).
+    Also the rule for the rewards of an imported Harbor trial (scaffold.imports.harbor)."""
     if "reward" in numbers:
-        return numbers["reward"], "reward.json (reward)"
+        return numbers["reward"], f"{where} (reward)"
     if len(numbers) == 1:
         name, value = next(iter(numbers.items()))
-        return value, f"reward.json ({name})"
-    return sum(numbers.values()) / len(numbers), f"reward.json (mean of {', '.join(sorted(numbers))})"
+        return value, f"{where} ({name})"
+    return sum(numbers.values()) / len(numbers), f"{where} (mean of {', '.join(sorted(numbers))})"
 
 
 def _number(text: str) -> float | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_SKILLS_DIR, BUILTIN_TASKS_DIR
 from scaffold.traceserver import Failure, TraceServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +140,7 @@ def test_every_trial_is_a_trace_with_its_trajectory_and_scores_and_the_experimen
 
 def test_the_agent_process_never_gets_the_langfuse_keys(tmp_path: Path) -> None:
     tasks = tmp_path / "tasks"
-    shutil.copytree(ROOT / "local" / "tasks" / "fix-median", tasks / "fix-median")
+    shutil.copytree(BUILTIN_TASKS_DIR / "fix-median", tasks / "fix-median")
     (tasks / "index.yaml").write_text(
         "tasks:\n- name: fix-median\n  category: generic\n  default_treatments:\n  - CONTROL\n"
         "  description: Fix the median function.\n"
@@ -277,7 +278,7 @@ def test_collection_imports_no_sdk_and_opens_no_connection(tmp_path: Path) -> No
             text=True,
             timeout=120,
         )
-        skill = ROOT / "examples" / "markdown-report"
+        skill = BUILTIN_SKILLS_DIR / "markdown-report"
         listed = subprocess.run(
             [sys.executable, "-c", PROBE.replace("pytest.main(sys.argv[1:])", _EVAL), "--suite", "langfuse"],
             check=False,

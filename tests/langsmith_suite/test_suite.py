@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_SKILLS_DIR
 from scaffold.experiment import RECORD_FILE
 from scaffold.records.files import read_record
 from scaffold.traceserver import Failure, TraceServer
@@ -246,7 +247,7 @@ def comet_eval(
     env |= {"COMET_EVAL_HOME": str(tmp_path / "home"), "LANGSMITH_ENDPOINT": server.url}
     if key is not None:
         env["LANGSMITH_API_KEY"] = key
-    command = [str(Path(sys.executable).parent / "comet"), "eval", str(REPO / "examples" / "markdown-report")]
+    command = [str(Path(sys.executable).parent / "comet"), "eval", str(BUILTIN_SKILLS_DIR / "markdown-report")]
     command += ["--suite", "langsmith", "--agent", "oracle", "--quick", "--out", str(tmp_path / "runs"), *args]
     return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False)
 

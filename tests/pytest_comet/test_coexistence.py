@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.catalog.builtin import SUITES
 from tests.support.factories import REPO, TaskFactory
 
 COEXIST_PYTHON = REPO / ".venv-coexist" / "bin" / "python"
@@ -70,7 +71,7 @@ def test_the_comet_suite_runs_with_its_prefixed_options(coexist_python: Path, tm
     factory.task("one")
     tests = tmp_path / "local" / "tests"
     tests.mkdir()
-    (tests / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    (tests / "test_tasks.py").write_text(SUITES["local"].read_text())
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     result = pytest_in(
         coexist_python,
@@ -111,7 +112,7 @@ def comet_suite(pytester: pytest.Pytester) -> None:
     factory.task("one")
     tests = pytester.path / "local" / "tests"
     tests.mkdir()
-    (tests / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    (tests / "test_tasks.py").write_text(SUITES["local"].read_text())
     pytester.makeini("[pytest]\n")
 
 

@@ -1,4 +1,4 @@
-"""Defaults the README says come from the environment come from the process environment, then from
+"""Defaults the docs say come from the environment come from the process environment, then from
 ``~/.comet/eval/.env`` (here a private ``COMET_EVAL_HOME``): ``BENCH_EVAL_AGENT``, ``COMET_EVAL_REPORT_CONFIG``,
 ``COMET_AGENT_BIN_DIR``."""
 

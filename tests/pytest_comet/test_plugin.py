@@ -7,7 +7,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
+from scaffold.catalog.tasks import load_catalog
 from tests.support.factories import TaskFactory
+
+BUILT_IN_CASES = [
+    (name, treatment)
+    for name, task in sorted(load_catalog([BUILTIN_TASKS_DIR]).tasks.items())
+    for treatment in task.spec.metadata.default_treatments
+]
 
 
 def ids(result: pytest.RunResult) -> list[str]:
@@ -171,13 +179,18 @@ def test_plugin_is_inert_in_other_sessions(pytester: pytest.Pytester) -> None:
     assert "comet-eval" not in result.stdout.str()
 
 
-def test_usage_error_without_tasks(pytester: pytest.Pytester) -> None:
+def test_a_project_without_tasks_runs_the_built_in_ones(pytester: pytest.Pytester) -> None:
+    # As an installation run from an empty folder does: no local/tasks there, so the packaged tasks and
+    # treatments (scaffold.catalog.builtin), and the experiments still under the project's local/logs.
     tests = pytester.path / "local" / "tests"
     tests.mkdir(parents=True)
     (tests / "test_tasks.py").write_text("def test_task(comet_trial):\n    comet_trial.assert_passed()\n")
-    result = pytester.runpytest("local/tests")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*no tasks:*local/tasks does not exist; name a tasks folder (pytest: --tasks-dir*"])
+    result = pytester.runpytest("local/tests", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    assert sorted(ids(result)) == sorted(f"{name}-{treatment}-r1" for name, treatment in BUILT_IN_CASES)
+    result = pytester.runpytest("local/tests", "--task=fix-median", f"--workspace-root={pytester.path / 'ws'}")
+    result.assert_outcomes(passed=1)
+    assert len(list(pytester.path.glob("local/logs/experiments/*/trials/fix-median-CONTROL-r1/record.json"))) == 1
 
 
 def test_nop_agent_fails_and_unknown_agent_is_named(pytester: pytest.Pytester, two_tasks: TaskFactory) -> None:

@@ -1,6 +1,6 @@
 """Bad inputs in a pytest run are named where they are: the file and line of a treatments file that does
 not parse, every problem of a task in its INVALID item at once, warnings for broken files the run does
-not use, and ``--skill-path`` / ``--treatments-dir`` meaning what the README says."""
+not use, and ``--skill-path`` / ``--treatments-dir`` meaning what docs/treatments.md says."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ class TestUnreadableTreatmentsFile:
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
         result.assert_outcomes(passed=1, warnings=1)
         result.stdout.fnmatch_lines(["*InputWarning: " + f"{bad}: line 4, column 1: not valid YAML: *"])
-        # As the README says, the command line can still make it an error.
+        # As docs/treatments.md says, the command line can still make it an error.
         strict = pytester.runpytest(workspaces, "--task=beta", "-q", "-W", "error::scaffold.errors.InputWarning")
         assert strict.ret == pytest.ExitCode.INTERRUPTED
         strict.stdout.fnmatch_lines([f"*InputWarning: {bad}: line 4, column 1: not valid YAML: *"])

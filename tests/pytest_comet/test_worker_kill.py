@@ -1,4 +1,4 @@
-"""A worker killed in the middle of a session never hangs it, under every distribution the README offers.
+"""A worker killed in the middle of a session never hangs it, under every distribution the docs offer.
 
 pytest-xdist's loadgroup waited forever after a worker crash (4 of 4 runs), and the repository's
 pyproject.toml set it for every run in the checkout, the local suite's too. The local suite now runs with

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 __all__ = [
+    "DATA_FOLDERS",
     "IO_MODULES",
     "PACKAGES",
     "REPO",
@@ -38,6 +39,9 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("scaffold", "pytest_comet", "comet_engine")
+DATA_FOLDERS = ("scaffold/builtin",)
+"""Package data that holds Python files, none of them a module of ours: the built-in suite's tasks (files
+for workspaces) and its pytest entries (collected by pytest). scaffold.catalog.builtin locates them."""
 DOC = REPO / "docs" / "architecture.md"
 
 # The declared I/O modules (fnmatch patterns of module names): what runs processes, opens sockets, talks
@@ -83,6 +87,8 @@ def load_modules(root: Path = REPO, packages: tuple[str, ...] = PACKAGES) -> dic
     found: dict[str, Path] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
+            if any(path.relative_to(root).is_relative_to(folder) for folder in DATA_FOLDERS):
+                continue
             parts = list(path.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]

@@ -82,6 +82,7 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     what.add_argument("--task", action="append", default=[], metavar="NAMES", help="only these tasks (comma list)")
     what.add_argument("--quick", action="store_true", help=f"run the built-in {QUICK_TASK} task only")
     what.add_argument("--treatment", action="append", default=[], metavar="NAMES", help="only these treatments")
+    _add_kind_options(parser)
     what.add_argument(
         "--count",
         type=int,
@@ -208,6 +209,48 @@ def add_eval_command(commands: Any) -> argparse.ArgumentParser:
     return parser
 
 
+def _add_kind_options(parser: argparse.ArgumentParser) -> None:
+    """The treatment kinds (scaffold.catalog.treatment_kinds) a command line can ask for."""
+    kinds = parser.add_argument_group(
+        "treatment kinds", "more treatments beside CONTROL and DYNAMIC_SKILL (docs/treatment-kinds.md)"
+    )
+    kinds.add_argument(
+        "--distractors",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run DYNAMIC_SKILL_PLUS_N_DISTRACTORS: the skill among N others drawn (seeded) from --skill-pool",
+    )
+    kinds.add_argument(
+        "--skill-pool",
+        type=Path,
+        metavar="DIR",
+        help="a folder of skill folders the distractors are drawn from (default: the other tasks' own skills)",
+    )
+    kinds.add_argument(
+        "--nudge",
+        action="store_true",
+        help="also run DYNAMIC_SKILL_NUDGE: the skill, and one line in the instructions file saying skills are there",
+    )
+    kinds.add_argument(
+        "--self-written",
+        action="store_true",
+        help="also run SELF_WRITTEN: the agent first writes a skill for the task's kind, then does it with that",
+    )
+
+
+def _kind_arguments(args: argparse.Namespace) -> list[str]:
+    """The session's options for the treatment kinds asked for."""
+    out = [f"--comet-distractors={args.distractors}"] if args.distractors else []
+    if args.skill_pool is not None:
+        out.append(f"--comet-skill-pool={args.skill_pool.absolute()}")
+    if args.nudge:
+        out.append("--comet-nudge")
+    if args.self_written:
+        out.append("--comet-self-written")
+    return out
+
+
 def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Path | None) -> list[str]:
     """pytest's command line for the plan: the built-in suite, the manifest, every option (``--comet-`` forms,
     which exist whatever other plugins are installed)."""
@@ -255,6 +298,7 @@ def pytest_arguments(plan: EvalPlan, args: argparse.Namespace, manifest_file: Pa
                 out.append(f"--comet-{flag}={setting.value}")
     if args.judge_samples != 1:
         out.append(f"--comet-judge-samples={args.judge_samples}")
+    out += _kind_arguments(args)
     if args.treatment:
         out.append("--comet-treatment=" + ",".join(plan.treatments))
     out += [f"--comet-gate={gate}" for gate in args.gate]

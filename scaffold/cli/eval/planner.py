@@ -21,7 +21,7 @@ from typing import Final
 
 from scaffold.agents.credentials import load_environment
 from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_task_names
-from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL, dynamic_treatment
+from scaffold.catalog.treatments import CONTROL, DYNAMIC_SKILL, dynamic_treatment, kind_treatments
 from scaffold.cli.eval.plan import GATE_EXAMPLE, EvalPlan
 from scaffold.cli.eval.target import UsageError, resolve_target
 from scaffold.cli.user_env import user_env_file
@@ -40,7 +40,7 @@ from scaffold.skill_eval.resolve import (
     with_agent_endpoint,
 )
 
-__all__ = ["plan_eval"]
+__all__ = ["SUITE_SDKS", "plan_eval"]
 
 SUITE_SDKS: Final[Mapping[str, str]] = {"langsmith": "langsmith", "langfuse": "langfuse"}
 """The SDK distribution each tracing suite needs (the extra of the same name installs it)."""
@@ -351,8 +351,15 @@ def _check_run_files(args: argparse.Namespace, settings: EvalSettings, merged: M
 
 
 def _treatments(args: argparse.Namespace, manifest: Manifest) -> tuple[str, ...]:
-    """CONTROL and the skill (DYNAMIC_SKILL), as --skill-path evaluates a skill; --treatment narrows them."""
-    available = (CONTROL, DYNAMIC_SKILL)
+    """CONTROL and the skill (DYNAMIC_SKILL), as --skill-path evaluates a skill, and the kinds asked for
+    (--distractors, --nudge, --self-written: scaffold.catalog.treatment_kinds); --treatment narrows them."""
+    try:
+        kinds = kind_treatments(
+            distractors=args.distractors, pool=args.skill_pool, nudge=args.nudge, self_written=args.self_written
+        )
+    except SelectionError as exc:
+        raise UsageError(str(exc)) from None
+    available = (CONTROL, DYNAMIC_SKILL, *(t.name for t in kinds))
     if not args.treatment:
         return available
     from scaffold.experiment.cases import parse_list
@@ -362,7 +369,7 @@ def _treatments(args: argparse.Namespace, manifest: Manifest) -> tuple[str, ...]
         matched = [t for t in available if t == pattern or (pattern.endswith("*") and t.startswith(pattern[:-1]))]
         if not matched:
             raise UsageError(
-                f"--treatment {pattern}: comet eval runs {CONTROL} and {DYNAMIC_SKILL} (the skill "
+                f"--treatment {pattern}: comet eval runs {', '.join(available[:-1])} and {available[-1]} (the skill "
                 f"{manifest.skill.name}); pick among them"
             )
         chosen += [t for t in matched if t not in chosen]

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.experiment.cases import Case
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.records import TrialRecord
 from scaffold.workspaces.backends import create_backend
 from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
-from tests.support.factories import REPO, make_runner
+from tests.support.factories import make_runner
 
 pytestmark = pytest.mark.agent_cli
 
@@ -49,9 +50,7 @@ def run_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> 
         with ScriptedModelServer(load_script(SCRIPTS / script), host="0.0.0.0", log_path=log) as server:
             url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
             env = scripted_cli_env(tmp_path / "user-home", url)
-            runner = make_runner(
-                [REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path, keep_workspaces="all"
-            )
+            runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path, keep_workspaces="all")
             runner.agent = create_agent(agent, env)
             if backend.startswith("docker"):
                 # The endpoint is served here: the container may reach this machine and nothing else.

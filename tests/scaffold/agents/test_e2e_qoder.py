@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.experiment.cases import Case
 from tests.support.agents import require_cli
-from tests.support.factories import REPO, make_runner
+from tests.support.factories import make_runner
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 
@@ -39,7 +40,7 @@ def test_real_qoder_cli_runs_and_its_unreachable_service_is_excluded_noise(
         "QODER_PERSONAL_ACCESS_TOKEN": QODER_PAT,
         "NO_BROWSER": "1",
     }
-    runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+    runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path)
     runner.agent = create_agent("qoder", env)
     try:
         record = runner.run(Case("generic-skill-smoke", "SKILL_MARKDOWN_REPORT", 1)).record

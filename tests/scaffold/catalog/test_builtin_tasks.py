@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.catalog.tasks import load_catalog
 from scaffold.cli.main import main
 from scaffold.experiment.cases import Case
-from tests.support.factories import REPO, make_runner
+from tests.support.factories import make_runner
 
-TASKS = REPO / "local" / "tasks"
-TREATMENTS = REPO / "local" / "treatments"
+TASKS = BUILTIN_TASKS_DIR
+TREATMENTS = BUILTIN_TREATMENTS_DIR
 CATALOG = load_catalog([TASKS])
 PAIRS = [(name, t) for name, task in CATALOG.tasks.items() for t in task.spec.metadata.default_treatments]
 

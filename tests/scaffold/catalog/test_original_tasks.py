@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, builtin_folders
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, SUITES, builtin_folders
 from scaffold.catalog.tasks import load_catalog
 from scaffold.catalog.treatments import load_treatments
 from scaffold.errors import Problem
@@ -81,7 +81,7 @@ def test_the_oracle_refuses_a_task_without_a_solution_by_name() -> None:
 
 
 def test_the_original_tasks_run_with_the_oracle_on_the_local_backend(pytester: pytest.Pytester) -> None:
-    (pytester.path / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    (pytester.path / "test_tasks.py").write_text(SUITES["local"].read_text())
     pytester.makeini("[pytest]\n")
 
     result = pytester.runpytest(
@@ -127,7 +127,7 @@ def test_the_original_tasks_run_on_docker_from_their_own_base_image(
 ) -> None:
     # Their Dockerfiles say FROM python:3.12-slim and pip install pytest at build time: built as written,
     # the base through --image-alias, pip through the host's CA bundle.
-    (pytester.path / "test_tasks.py").write_text((REPO / "local" / "tests" / "test_tasks.py").read_text())
+    (pytester.path / "test_tasks.py").write_text(SUITES["local"].read_text())
     pytester.makeini("[pytest]\n")
     result = pytester.runpytest_subprocess(
         f"--tasks-dir={ORIGINAL}",

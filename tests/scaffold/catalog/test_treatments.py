@@ -383,7 +383,9 @@ def test_unknown_key_in_a_treatment_entry(factory: TaskFactory) -> None:
     assert problem.file == file
     assert problem.key == "TYPO.skils"
     assert problem.value == ["../skills/alpha"]
-    assert problem.message == "unknown key; allowed: claude_md, description, skills"
+    assert problem.message == (
+        "unknown key; allowed: claude_md, description, distractors, nudge, self_written, skills, skills_of"
+    )
 
 
 def test_unknown_key_in_a_skill_entry(factory: TaskFactory) -> None:
@@ -414,7 +416,11 @@ def test_claude_md_of_the_wrong_shape(factory: TaskFactory) -> None:
 @pytest.mark.parametrize(
     ("body", "key", "message"),
     [
-        ("just a string", "WRONG", "expected a mapping with keys claude_md, description, skills"),
+        (
+            "just a string",
+            "WRONG",
+            "expected a mapping with keys claude_md, description, distractors, nudge, self_written, skills, skills_of",
+        ),
         ({"skills": "../skills/alpha"}, "WRONG.skills", "expected a list"),
         ({"description": 5}, "WRONG.description", "expected a string"),
     ],

@@ -1,4 +1,4 @@
-"""One table of exit statuses (scaffold.errors.ExitStatus): every command's --help and the README say it."""
+"""One table of exit statuses (scaffold.errors.ExitStatus): every command's --help and the docs site say it."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_help_lists_each_status_with_its_meaning_from_the_table(
         assert " ".join(EXIT_MEANINGS[status].split()) in flat
 
 
-def test_the_readme_table_is_the_table() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_docs_table_is_the_table() -> None:
+    readme = (REPO / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     rows = [f"| {int(s)} | {meaning.replace('|', chr(92) + '|')} |" for s, meaning in EXIT_MEANINGS.items()]
     assert "| status | meaning |\n|---|---|\n" + "\n".join(rows) + "\n" in readme

@@ -150,7 +150,7 @@ def test_selection_is_deterministic(two_tasks: TaskFactory) -> None:
 
 
 def test_default_treatments_given_replace_each_tasks_own(two_tasks: TaskFactory) -> None:
-    # --skill-path: CONTROL and DYNAMIC_SKILL only; alpha's own SKILL_A does not run (README: Treatments).
+    # --skill-path: CONTROL and DYNAMIC_SKILL only; alpha's own SKILL_A does not run (docs/treatments.md).
     tasks, treatments = catalogs(two_tasks)
     treatments = treatments.with_treatment(dynamic_treatment(two_tasks.skill("live")))
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.errors import AgentError, SelectionError
 from scaffold.experiment.cases import Case
 from scaffold.judge import JudgeRequest
@@ -26,7 +27,7 @@ from scaffold.modelserver.script import parse_script
 from scaffold.rubrics import JUDGE_SOURCE, weighted_score
 from scaffold.validation.results import ValidationOutcome
 from scaffold.workspaces.files import HostFiles
-from tests.support.factories import REPO, make_runner
+from tests.support.factories import make_runner
 
 ANSWER = (
     "[RUBRIC-JUDGE] task_completion: 0.9 - hello.py prints hello\n"
@@ -327,8 +328,8 @@ def test_a_missing_judge_cli_is_found_before_any_trial(tmp_path: Path) -> None:
 def test_trial_with_the_judge_keeps_the_rule_verdict(tmp_path: Path, answer: str) -> None:
     """A full trial (oracle agent, real validation) with the judge on: record.judge is written, the judge
     dimensions follow the rule ones, and neither a low score nor a failure changes verdict or score."""
-    plain = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path / "plain")
-    runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path / "judged")
+    plain = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path / "plain")
+    runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path / "judged")
     case = Case(_first_task(plain), "CONTROL", 1)
     before = plain.run(case).record
     with _server({"text": answer}) as server:

@@ -18,6 +18,7 @@ from msgspec.structs import replace
 from scaffold.agents.streams import parser_for
 from scaffold.agents.streams.events import merge_turns
 from scaffold.agents.streams.failures import failure
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.modelserver import ScriptedModelServer, ScriptError, parse_script
 from scaffold.records import NoiseVerdict, TrialRecord
 from scaffold.records.files import upgrade
@@ -491,7 +492,7 @@ def test_real_cli_api_failure_is_excluded(
     script = {"responses": [{"error": {"status": status, "type": kind, "message": f"scripted {status}"}}]}
     with ScriptedModelServer(script) as server:
         env = scripted_cli_env(tmp_path / "user-home", server.url)
-        runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+        runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path)
         runner.agent = create_agent(agent, env)
         spec = runner.agent.spec
         runner.agent.spec = dataclasses.replace(spec, fixed_env={**spec.fixed_env, **FAST_RETRIES[agent]})

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.experiment import CHANGES_FILE, INSTRUCTION_FILE, TRANSCRIPT_FILE
 from scaffold.experiment.cases import Case
 from scaffold.judge.config import JudgeConfig
@@ -27,7 +28,7 @@ from scaffold.modelserver import ScriptedModelServer, load_script
 from tests.scaffold.reports.test_report_html_browser import chromium, run_chromium
 from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_cli_env
 from tests.support.dom import parse_dom
-from tests.support.factories import REPO, make_runner
+from tests.support.factories import make_runner
 from tests.support.png import read_png
 
 __all__ = ["chromium"]  # the fixture, shared with the report's browser test
@@ -45,7 +46,7 @@ def trial_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         patch.setenv("PATH", cli + os.pathsep + os.environ.get("PATH", ""))
         with ScriptedModelServer(load_script(SCRIPTS / "claude-transcript.yaml")) as server:
             env = scripted_cli_env(tmp_path / "user-home", server.url)
-            runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+            runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path)
             runner.agent = create_agent("claude-code", env)
             runner.judge = JudgeRun(JudgeConfig("claude-code", "judge-model", server.url, api_key="judge-key"), {})
             try:

@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
 from scaffold.catalog.tasks import load_catalog
 from scaffold.skill_eval import generated
 from scaffold.skill_eval.generator import Attempt, GeneratorResult, GeneratorSettings
 from scaffold.skill_eval.manifest import synthesize_manifest
-from tests.support.factories import REPO
 
-BUILTIN = load_catalog([REPO / "local" / "tasks"]).names()
+BUILTIN = load_catalog([BUILTIN_TASKS_DIR]).names()
 TASKS = (
     {"name": "gen-one", "prompt": "Write one.md", "expect": {"files": ["one.md"]}},
     {"name": "gen-two", "prompt": "Write two.md", "expect": {"contains": {"two.md": ["two"]}}},

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scaffold.catalog.builtin import BUILTIN_SKILLS_DIR
 from scaffold.errors import GenerationError
 from scaffold.skill_eval import generated
 from scaffold.skill_eval.generated import cached, ensure_generated, generation_key, load_generated, lock_path
@@ -34,7 +35,7 @@ def skill(tmp_path: Path) -> Path:
     # A space in the path, not in the name: a skill's name becomes its folder in workspaces and must be plain.
     root = tmp_path / "my skills" / "my-skill"
     root.parent.mkdir()
-    shutil.copytree(REPO / "examples" / "markdown-report", root)
+    shutil.copytree(BUILTIN_SKILLS_DIR / "markdown-report", root)
     return root
 
 

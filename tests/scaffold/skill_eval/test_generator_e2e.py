@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scaffold.catalog.builtin import BUILTIN_SKILLS_DIR
 from scaffold.errors import GenerationError
 from scaffold.modelserver import ScriptedModelServer, load_script
 from scaffold.skill_eval.generated import ensure_generated, load_generated
@@ -25,7 +26,6 @@ from scaffold.skill_eval.manifest import synthesize_manifest
 from scaffold.skill_eval.prompt import REPAIR_MARKER
 from tests.scaffold.skill_eval.fake_generator import BUILTIN
 from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
-from tests.support.factories import REPO
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def skill(tmp_path: Path) -> Path:
     root = tmp_path / "markdown-report"
-    shutil.copytree(REPO / "examples" / "markdown-report", root)
+    shutil.copytree(BUILTIN_SKILLS_DIR / "markdown-report", root)
     return root
 
 

@@ -734,9 +734,9 @@ def test_schema_file_ships_as_package_data() -> None:
     )
 
 
-def test_the_readme_example_is_a_valid_manifest(tmp_path: Path) -> None:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## A skill's `eval.yaml`") :]
+def test_the_documented_example_is_a_valid_manifest(tmp_path: Path) -> None:
+    text = (REPO / "docs" / "eval-yaml.md").read_text()
+    section = text[text.index("## An example") :]
     example = section[section.index("```yaml\n") + 8 : section.index("\n```", section.index("```yaml\n"))]
     path = package(tmp_path, example, name="release-notes")
     root = path.parent.parent

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from scaffold.agents import create_agent
-from scaffold.catalog.builtin import builtin_environment
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, builtin_environment
 from scaffold.catalog.tasks import load_catalog, load_task
 from scaffold.catalog.treatments import load_treatments
 from scaffold.errors import SelectionError
@@ -21,9 +21,9 @@ from scaffold.skill_eval.manifest_check import load_manifest
 from scaffold.skill_eval.materialize import CHECK_SCRIPT, plan_tasks, write_tasks
 from scaffold.trial.runner import Runner, Settings
 from scaffold.workspaces.backends import create_backend
-from tests.support.factories import REPO, TaskFactory
+from tests.support.factories import TaskFactory
 
-BUILTIN_DIR = REPO / "local" / "tasks"
+BUILTIN_DIR = BUILTIN_TASKS_DIR
 ENVIRONMENT = builtin_environment([BUILTIN_DIR])
 
 # Every expect kind, each with a check that the "good" solution passes and the "bad" one fails.

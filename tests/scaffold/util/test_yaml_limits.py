@@ -97,5 +97,5 @@ def test_the_model_server_refuses_an_alias_bomb_script(tmp_path: Path) -> None:
 
 
 def test_repo_examples_stay_within_the_limits() -> None:
-    for path in [*REPO.glob("local/**/*.yaml"), *REPO.glob("examples/**/*.yaml")]:
+    for path in [*REPO.glob("scaffold/builtin/**/*.yaml"), *REPO.glob("examples/**/*.yaml")]:
         check_yaml_limits(path.read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""``comet eval`` on a skill of ours without eval.yaml (examples/markdown-report), end to end: the real Claude
+"""``comet eval`` on a skill of ours without eval.yaml (the markdown-report skill), end to end: the real Claude
 Code and Codex CLIs against the scripted model server generate the tasks, CONTROL and the skill run, the
 reports are written and the exit status is 0; the second run reuses the cache (the model server's request
 log shows no generator call); a generator answer invalid twice exits 3 with the partial report.
@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_SKILLS_DIR
 from scaffold.modelserver import ScriptedModelServer, load_script
 from tests.support.agents import ANTHROPIC_KEY, OPENAI_KEY, SCRIPTS, require_cli, scripted_cli_env
-from tests.support.factories import REPO
 
 pytestmark = [pytest.mark.agent_cli, pytest.mark.slow]
 
@@ -41,7 +41,7 @@ class Eval:
     def __init__(self, tmp: Path, agent: str, script: str) -> None:
         self.tmp, self.agent, self.script = tmp, agent, script
         self.skill = tmp / "markdown-report"
-        shutil.copytree(REPO / "examples" / "markdown-report", self.skill)
+        shutil.copytree(BUILTIN_SKILLS_DIR / "markdown-report", self.skill)
         self.log = tmp / "model-requests.jsonl"
         # One server for every run of a test: its URL (the port) is part of the cache key, as the base URL.
         self.server = ScriptedModelServer(load_script(SCRIPTS / script), host="0.0.0.0", log_path=self.log)

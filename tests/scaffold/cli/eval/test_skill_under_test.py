@@ -70,7 +70,9 @@ def test_the_skill_under_test_is_required_scored_and_named_in_every_report(
         text = (experiment / report).read_text()
         verdict = text[text.index("## Verdict") :]
         assert f"- **DYNAMIC_SKILL**: {named}" in verdict, report
-        assert f"  - {used}; per task: {per_task}" in verdict, report
+        line = next(x for x in verdict.splitlines() if x.startswith(f"  - {used}"))
+        # The pass rates with and without the skill are shown, and said to be observational.
+        assert "when it was used" in line and "(observational" in line and line.endswith(f"; per task: {per_task}")
     html = (experiment / "report.html").read_text()
     verdict = html[html.index('<section id="verdict"') : html.index('<section id="comparison"')]
     assert named in verdict and used in verdict and per_task in verdict
@@ -81,6 +83,9 @@ def test_the_skill_under_test_is_required_scored_and_named_in_every_report(
         "expected": ["my-skill"],
         "used": True,
         "failed_call": False,
+        "category": "all",
+        "others": [],
     }
     assert by_case["ignores-it-DYNAMIC_SKILL-r1"]["skill_use"]["used"] is False
-    assert "skill_use" not in by_case["uses-it-CONTROL-r1"]
+    # CONTROL installs nothing, yet its (fake) agent reports the skill's call as a success: a leak.
+    assert by_case["uses-it-CONTROL-r1"]["skill_use"]["category"] == "leak"

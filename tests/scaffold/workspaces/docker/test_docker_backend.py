@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
 from scaffold.catalog.tasks import Task, load_task
 from scaffold.errors import ImageBuildError, WorkspaceError
 from scaffold.experiment.cases import Case
@@ -181,9 +182,7 @@ def test_a_build_that_runs_too_long_is_cancelled(
 
 def test_oracle_trials_pass_in_containers(backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
     factory.task("small")
-    runner = docker_runner(
-        [factory.tasks_dir, REPO / "local" / "tasks"], factory, tmp_path, backend, create_agent("oracle")
-    )
+    runner = docker_runner([factory.tasks_dir, BUILTIN_TASKS_DIR], factory, tmp_path, backend, create_agent("oracle"))
     for name in ("small", "fix-median"):
         outcome = runner.run(Case(name, "CONTROL", 1))
         record = outcome.record

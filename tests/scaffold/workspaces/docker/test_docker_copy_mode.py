@@ -19,6 +19,7 @@ import pytest
 
 from scaffold.agents import create_agent
 from scaffold.agents.base import AgentRequest, AgentTraits
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR
 from scaffold.catalog.tasks import load_task
 from scaffold.errors import WorkspaceError
 from scaffold.experiment.cases import Case
@@ -29,7 +30,7 @@ from scaffold.workspaces.docker import COPY_ENV, DockerBackend
 from scaffold.workspaces.docker.copy_mode import extract_workspace, match_glob, tar_stream
 from scaffold.workspaces.files import HostFiles
 from tests.support.docker import InterruptedAgent, docker_runner
-from tests.support.factories import REPO, TaskFactory
+from tests.support.factories import TaskFactory
 
 pytestmark = pytest.mark.docker
 
@@ -101,9 +102,7 @@ def test_copy_mode_is_forced_by_option_or_environment_else_probed(
 
 def test_oracle_trials_pass_in_copy_mode(copy_backend: DockerBackend, factory: TaskFactory, tmp_path: Path) -> None:
     factory.task("small")
-    runner = runner_for(
-        [factory.tasks_dir, REPO / "local" / "tasks"], factory, tmp_path, copy_backend, create_agent("oracle")
-    )
+    runner = runner_for([factory.tasks_dir, BUILTIN_TASKS_DIR], factory, tmp_path, copy_backend, create_agent("oracle"))
     for name in ("small", "fix-median"):
         record = runner.run(Case(name, "CONTROL", 1)).record
         assert record.verdict == "passed", (name, record.errors, record.checks)

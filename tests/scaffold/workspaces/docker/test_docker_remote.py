@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.experiment.cases import Case
-from tests.support.factories import REPO, TaskFactory
+from tests.support.factories import TaskFactory
 from tests.support.netns import FarHost
 
 # One worker runs the module: the namespace and its engine (one data root) exist once per machine.
@@ -171,8 +172,8 @@ def test_trials_on_an_engine_that_cannot_see_this_machine(
     try:
         for agent in ("oracle", "nop"):
             runner = Runner(
-                load_catalog([factory.root / "tasks", REPO / "local" / "tasks"]),
-                load_treatments([REPO / "local" / "treatments"]),
+                load_catalog([factory.root / "tasks", BUILTIN_TASKS_DIR]),
+                load_treatments([BUILTIN_TREATMENTS_DIR]),
                 Experiment.under(tmp_path / "logs", f"remote-{agent}"),
                 Settings(backend="docker", agent=agent, keep_workspaces="none"),
                 backend,

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from scaffold.agents import create_agent
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.catalog.tasks import load_task
 from scaffold.experiment.cases import Case
 from scaffold.workspaces.base import endpoint_of
@@ -100,7 +101,7 @@ def test_real_cli_reaches_a_remote_endpoint_through_the_proxy_only(
     monkeypatch.delenv("COMET_DOCKER_EGRESS", raising=False)
     with far_model_server(script) as url:
         env = {**scripted_cli_env(tmp_path / "user-home", None), url_key: url + url_suffix}
-        runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+        runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path)
         runner.agent = create_agent(agent, env)
         assert not runner.agent.network.on_this_machine  # the harness takes it for a remote provider
         backend = DockerBackend(

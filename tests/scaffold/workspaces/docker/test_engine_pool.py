@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from scaffold.catalog.builtin import BUILTIN_TASKS_DIR, BUILTIN_TREATMENTS_DIR
 from scaffold.workspaces.engines import Engine, slots, worker_index
 from tests.support.engines import CERTS, FarEngine, missing
 from tests.support.factories import REPO, TaskFactory
@@ -255,7 +256,7 @@ def test_a_real_agent_runs_on_a_remote_engine_and_reaches_only_its_endpoint(
     ):
         port = server.url.rsplit(":", 1)[1]
         env = {**scripted_cli_env(tmp_path / "user-home", None), url_key: f"http://127.0.0.1:{port}{url_suffix}"}
-        runner = make_runner([REPO / "local" / "tasks"], [REPO / "local" / "treatments"], tmp_path)
+        runner = make_runner([BUILTIN_TASKS_DIR], [BUILTIN_TREATMENTS_DIR], tmp_path)
         runner.agent = create_agent(agent, env)
         assert runner.agent.network.on_this_machine
         backend = DockerBackend(
