@@ -12,6 +12,7 @@
     comet agents install [NAME ...] [--prefix DIR]
     comet eval [TARGET] [options]     (scaffold.cli.eval.command)
     comet run [--suite NAME] [pytest options]   the built-in suite through pytest (scaffold.cli.run)
+    comet study TASKS_DIR [options] [pytest options]   a SkillsBench-style study, study.md (scaffold.cli.study)
     comet env [--json]                the settings as resolved (environment > ~/.comet/eval/.env > default)
     comet images [list] [--json]
     comet images aliases [DIR ...] [--image-alias REF=LOCAL] [--image-alias-file FILE] [--rules] [--json]
@@ -32,7 +33,7 @@ import sys
 from collections.abc import Sequence
 
 from scaffold import __version__
-from scaffold.cli import agents, docker, report, run, servers, settings, status, tasks, trajectory
+from scaffold.cli import agents, docker, report, run, servers, settings, status, study, tasks, trajectory
 from scaffold.cli.eval.command import add_eval_command
 from scaffold.cli.report import Retained
 from scaffold.errors import CometError, ExitStatus, exit_status_help
@@ -103,6 +104,7 @@ def _parser(*, skill_commands: bool = True) -> argparse.ArgumentParser:
         group.add_commands(commands)
     add_eval_command(commands)
     run.add_commands(commands)
+    study.add_commands(commands)
     for group in (settings, docker, report, status):
         group.add_commands(commands)
 
