@@ -272,7 +272,7 @@ def _mixed_note(mixed: Heterogeneity | None, label: Label, alpha: float) -> str:
         which = f"{named} ({rate})" if named else f"no single task is {rate}"
         return (
             f"; mixed rather than absent: the skill changes outcomes on some of these tasks (within-task test "
-            f"p = {mixed.omnibus_p:.3g} <= {alpha}): {which}"
+            f"p = {mixed.omnibus_p:.3g} <= {alpha:.3g}): {which}"
         )
     if label == "improvement" and mixed.hurt:
         return f"; but it hurts {', '.join(mixed.hurt)} ({rate})"
@@ -321,7 +321,7 @@ def _why_not_across(pass_rate: PairedComparison | Insufficient, alpha: float) ->
     have = pass_rate.n
     return (
         f"decided on these tasks, about them only: across tasks (tasks like these) needs {needed} paired tasks "
-        f"at alpha {alpha} and there {'is' if have == 1 else 'are'} {have}"
+        f"at alpha {alpha:.3g} and there {'is' if have == 1 else 'are'} {have}"
     )
 
 
@@ -350,7 +350,7 @@ def decide_all(
         level = alpha / (k - i)
         open_ = open_ and p_values[t] <= level
         v = decide(sets, t, baseline, baseline_found, counts, level, effect, scope_alpha=alpha, once=once[t])
-        rule = f"{k} treatments compared with {baseline}: Holm's step-down test holds the family to alpha {alpha}; "
+        rule = f"{k} treatments compared with {baseline}: Holm's step-down test holds the family to alpha {alpha:.3g}; "
         if open_ or p_values[t] > level:
             rule += f"this comparison's p = {p_values[t]:.3g} was held to {level:.3g}"
         else:  # below its own level, but after one that was not: no effect may be claimed any more
@@ -532,9 +532,9 @@ def _pooled_rate(summaries: Sequence[TaskSummary], treatment: str) -> float:
 
 def _figures(c: PairedComparison | OnTasksComparison, alpha: float, label: Label) -> str:
     why = (
-        f"p = {c.p_value:.3g} <= {alpha} and the interval excludes 0"
+        f"p = {c.p_value:.3g} <= {alpha:.3g} and the interval excludes 0"
         if label in ("improvement", "regression")
-        else f"p = {c.p_value:.3g} (alpha {alpha}) or the interval includes 0"
+        else f"p = {c.p_value:.3g} (alpha {alpha:.3g}) or the interval includes 0"
     )
     interval = f"({c.confidence:.0%} CI {c.low:+.1%} to {c.high:+.1%})"
     if isinstance(c, OnTasksComparison):
