@@ -107,3 +107,39 @@ def test_the_readme_comet_eval_example_prints_what_the_readme_shows(tmp_path: Pa
     shown = [line for line in _example_output() if line.strip() and not line.startswith("...")]
     missing = [line for line in shown if _normalized(line, "/home/me") not in printed]
     assert not missing, "the README shows lines comet eval does not print:\n" + "\n".join(missing) + "\n\n" + out
+
+
+def _suite_lines() -> list[str]:
+    """The README's commands that run the built-in suite: `.venv/bin/pytest local/tests ...` in a checkout
+    and `comet run ...` from any folder, each without its comment."""
+    found = []
+    for _, line in _command_lines():
+        command = line.split("  #", 1)[0].strip()
+        if command.startswith((".venv/bin/pytest local/tests", "comet run ")):
+            found.append(command)
+    return found
+
+
+@pytest.mark.slow
+def test_the_readme_suite_commands_run_as_it_says(tmp_path: Path) -> None:
+    """Each suite command of the README, as written (the venv's programs for `.venv/bin/` and `comet`),
+    its experiment in a folder of the test's: the oracle passes every trial, and the nop agent fails
+    every built-in task, as the README says it must."""
+    lines = _suite_lines()
+    assert len(lines) >= 4, lines  # three in a checkout, one installed
+    bin_dir = Path(sys.executable).parent
+    for i, command in enumerate(lines):
+        words = command.split()
+        program = bin_dir / Path(words[0]).name
+        logs = tmp_path / f"logs-{i}"
+        # The installed form runs "from any folder": an empty one; the checkout's from the checkout.
+        where = REPO if words[0].startswith(".venv/") else tmp_path
+        argv = [str(program), *words[1:], f"--logs-dir={logs}", "-p", "no:cacheprovider"]
+        env = {**os.environ, "HOME": str(tmp_path / "home")}
+        done = subprocess.run(argv, cwd=where, env=env, capture_output=True, text=True, timeout=600, check=False)
+        out = done.stdout + done.stderr
+        summary = next(line for line in out.splitlines() if line.startswith("trials: "))
+        if "--agent=nop" in words:
+            assert done.returncode == 1 and "passed" not in summary, (command, out[-3000:])
+        else:
+            assert done.returncode == 0 and "failed" not in summary, (command, out[-3000:])
