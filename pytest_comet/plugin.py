@@ -309,6 +309,12 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
     add("--quick", action="store_true", default=False, help="with --eval-manifest: run generic-skill-smoke only")
     add(
+        "--collect",
+        action="store_true",
+        default=False,
+        help="the original Comet eval's name for --collect-only: list the trials, run and write nothing",
+    )
+    add(
         "--project-root",
         default=None,
         metavar="DIR",
@@ -405,6 +411,13 @@ CLAIMED_OPTIONS: Final[Mapping[str, tuple[str, ...]]] = {
 
 
 # --- configure ---------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # Before pytest-xdist and every configure hook read it: --collect is --collect-only.
+    if config.getoption("comet_collect", False):
+        config.option.collectonly = True
 
 
 def pytest_configure(config: pytest.Config) -> None:
