@@ -42,12 +42,8 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def unconfined(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The local backend's agents run unconfined, as where bubblewrap is missing: for the tests of what
     finds the processes an agent's command leaves (confined, they end with the command)."""
-    from scaffold.workspaces.confine import probe
-
-    monkeypatch.setenv("COMET_LOCAL_CONFINE", "0")
-    probe.cache_clear()
+    monkeypatch.setenv("COMET_LOCAL_CONFINE", "0")  # the probe's answer is kept per value: no cache to clear
     yield
-    probe.cache_clear()
 
 
 @pytest.fixture

@@ -75,13 +75,18 @@ class Confinement:
         return sorted(inside, key=lambda c: (c.count("/"), c))
 
 
-@functools.cache
 def probe() -> tuple[str, str]:
-    """bwrap's path and "" when it can start a command here as the agents' are started; else why not
-    (asked once a process: ``probe.cache_clear()`` asks again)."""
-    if os.environ.get("COMET_LOCAL_CONFINE") == "0":
+    """bwrap's path and "" when it can start a command here as the agents' are started; else why not.
+    Asked once a process for each PATH and COMET_LOCAL_CONFINE: an answer found under another PATH (a
+    caller that narrowed it for a while) must not outlive it."""
+    return _probe(os.environ.get("PATH"), os.environ.get("COMET_LOCAL_CONFINE"))
+
+
+@functools.cache
+def _probe(path: str | None, switch: str | None) -> tuple[str, str]:
+    if switch == "0":
         return "", "COMET_LOCAL_CONFINE=0 turns it off"
-    program = shutil.which("bwrap")
+    program = shutil.which("bwrap", path=path)
     if program is None:
         return "", "bubblewrap (bwrap) is not installed"
     argv = [program, "--dev-bind", "/", "/", "--unshare-pid", "--proc", "/proc", "--die-with-parent", "--", "true"]

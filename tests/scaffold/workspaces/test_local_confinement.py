@@ -130,3 +130,15 @@ def test_what_a_confined_command_leaves_running_ends_with_it(factory: TaskFactor
     finally:
         kill_all(processes(with_token(token)))
         backend.close()
+
+
+def test_the_probe_answers_for_the_path_it_is_asked_under(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer found while PATH was narrowed (a test, a caller's child environment) does not outlive it:
+    a process that later looks with its full PATH finds bwrap again."""
+    from scaffold.workspaces.confine import probe
+
+    found = probe()
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert probe() == ("", "bubblewrap (bwrap) is not installed")
+    monkeypatch.undo()
+    assert probe() == found
