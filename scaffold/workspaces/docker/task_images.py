@@ -163,19 +163,7 @@ class TaskImages:
             return self._compose_main(task, main)
         written = built_as_written(task)
         if written is not None:
-            tag = harbor_image(
-                self._client,
-                written,
-                aliases=self.image_aliases,
-                base_image=self.base_image,
-                build_timeout=self.build_timeout,
-                engine=self._engine,
-                fetch=self.fetch_image,
-                failed=self._builds,
-            )
-            if task.without_skills:
-                self._check_no_skills(tag)
-            return self._image_config(tag)
+            return self._harbor(task, written)
         self.fetch_image(self.base_image)
         tag = self.image_tag(task)
         safe = tag.replace("/", "_").replace(":", "_")
@@ -192,16 +180,21 @@ class TaskImages:
         """The image of *task*'s compose main service when it is not the environment's Dockerfile as it is
         (:func:`~.compose_images.custom_main`): made as a Harbor task's image, then searched for skills."""
         with tempfile.TemporaryDirectory(prefix="comet-service-") as tmp:
-            tag = harbor_image(
-                self._client,
-                service_task(task, main, Path(tmp)),
-                aliases=self.image_aliases,
-                base_image=self.base_image,
-                build_timeout=self.build_timeout,
-                engine=self._engine,
-                fetch=self.fetch_image,
-                failed=self._builds,
-            )
+            return self._harbor(task, service_task(task, main, Path(tmp)))
+
+    def _harbor(self, task: Task, layout: Task) -> PreparedImage:
+        """*layout* (a Harbor task, or *task*'s compose main service laid out as one) made as a Harbor
+        task's image, then searched for skills when *task* is the variant without them."""
+        tag = harbor_image(
+            self._client,
+            layout,
+            aliases=self.image_aliases,
+            base_image=self.base_image,
+            build_timeout=self.build_timeout,
+            engine=self._engine,
+            fetch=self.fetch_image,
+            failed=self._builds,
+        )
         if task.without_skills:
             self._check_no_skills(tag)
         return self._image_config(tag)
