@@ -59,16 +59,38 @@ def supervisor_of(pid: int) -> Callable[[bytes, bytes], bool]:
     )
 
 
-def wait_for(condition: Callable[[], object], what: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Until *condition*; a failure (with the run's output) when the run ends first or time runs out."""
+def wait_for(
+    condition: Callable[[], object],
+    what: str,
+    proc: subprocess.Popen[bytes],
+    timeout: float = 120,
+    detail: Callable[[], str] = lambda: "",
+) -> None:
+    """Until *condition*; a failure (with the run's output, and *detail*'s account of what did run) when
+    the run ends first or time runs out."""
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            log = RUN_LOG.get(proc.pid)
-            output = log.read_text(errors="replace") if log else ""
-            pytest.fail(f"the run ended before {what}:\n{output}")
-        assert time.monotonic() < deadline, f"no {what} after {timeout:g}s"
+            pytest.fail(f"the run ended before {what}:\n{run_output(proc)}")
+        if time.monotonic() >= deadline:
+            pytest.fail(f"no {what} after {timeout:g}s; the run so far:\n{run_output(proc)}\n{detail()}")
         time.sleep(0.05)
+
+
+def run_output(proc: subprocess.Popen[bytes]) -> str:
+    """What a run started by :func:`start_run` has written so far."""
+    log = RUN_LOG.get(proc.pid)
+    return log.read_text(errors="replace") if log and log.exists() else ""
+
+
+def command_lines(pids: list[int]) -> str:
+    """One line per live process of *pids*: its pid and command line (for a failure's message)."""
+    lines = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            lines.append(f"{pid}: {cmdline.decode(errors='replace').strip()}")
+    return "\n".join(lines)
 
 
 def gone_within(match: Callable[[bytes, bytes], bool], seconds: float) -> list[int]:

@@ -22,6 +22,7 @@ from scaffold.workspaces.owners import MARK_SUFFIX
 from tests.support.agents import ANTHROPIC_KEY, require_cli
 from tests.support.factories import TaskFactory
 from tests.support.sessions import (
+    command_lines,
     gone_within,
     hanging_solution,
     in_workspaces,
@@ -186,7 +187,16 @@ def test_a_sigkilled_run_takes_claude_code_and_its_shells_with_it(
         }
         proc = start_run(pytester.path, "--task=hangs", "--agent=claude-code", env=env)
         try:
-            wait_for(lambda: len(processes(with_token(token))) >= 2, "claude's shell and its escaped child", proc)
+            wait_for(
+                lambda: len(processes(with_token(token))) >= 2,
+                "claude's shell and its escaped child",
+                proc,
+                detail=lambda: (
+                    "the workspaces' processes:\n"
+                    + command_lines(processes(in_workspaces(root)))
+                    + f"\nthe model server's requests: {len(server.requests)}"
+                ),
+            )
             assert processes(lambda c, e: b"claude" in c and in_workspaces(root)(c, e)), "claude itself runs"
             proc.kill()
             proc.wait()
