@@ -2,6 +2,4 @@
 fixture (scaffold/builtin/suites/langfuse/conftest.py; an installation runs ``comet run --suite
 langfuse``). No ``__init__.py`` in this folder or below it: it must never shadow the ``langfuse`` SDK."""
 
-from scaffold.builtin.suites.langfuse.conftest import comet_langfuse, pytest_configure
-
-__all__ = ["comet_langfuse", "pytest_configure"]
+from scaffold.builtin.suites.langfuse.conftest import *  # noqa: F403

@@ -1,23 +1,6 @@
-"""The checkout's path to the LangSmith suite (``pytest langsmith/tests``): the packaged suite's hooks and
-fixtures (scaffold/builtin/suites/langsmith/conftest.py; an installation runs ``comet run --suite
+"""The checkout's path to the LangSmith suite (``pytest langsmith/tests``): the same hooks and fixture as
+the packaged suite (scaffold/builtin/suites/langsmith/conftest.py; an installation runs ``comet run --suite
 langsmith``). No ``__init__.py`` in this folder: it must never shadow the ``langsmith`` SDK package."""
 
-from scaffold.builtin.suites.langsmith.conftest import (
-    langsmith_trial,
-    pytest_configure,
-    pytest_runtest_call,
-    pytest_sessionfinish,
-    pytest_terminal_summary,
-    pytest_testnodedown,
-    pytest_unconfigure,
-)
-
-__all__ = [
-    "langsmith_trial",
-    "pytest_configure",
-    "pytest_runtest_call",
-    "pytest_sessionfinish",
-    "pytest_terminal_summary",
-    "pytest_testnodedown",
-    "pytest_unconfigure",
-]
+# The hook and fixture names live once, in the module's __all__: a name added there reaches both suites.
+from pytest_comet.langsmith_suite import *  # noqa: F403

@@ -10,6 +10,8 @@ import pytest
 
 from pytest_comet.langfuse_suite import SUITE, LangfuseSuite
 
+__all__ = ["comet_langfuse", "pytest_configure"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     suite = LangfuseSuite(config)
