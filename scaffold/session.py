@@ -109,7 +109,8 @@ class Options:
     distractors: int = 0
     """``--distractors N``: also run DYNAMIC_SKILL among N distractors (scaffold.catalog.treatment_kinds)."""
     skill_pool: Path | None = None
-    """``--skill-pool DIR``: the distractors' pool; None: the skills of the corpus's other tasks."""
+    """``--skill-pool DIR``: the distractors' pool; None: the skills of the corpus's other tasks and the
+    built-in pool's (scaffold.catalog.treatments.default_pool)."""
     nudge: bool = False
     """``--nudge``: also run DYNAMIC_SKILL_NUDGE."""
     self_written: bool = False

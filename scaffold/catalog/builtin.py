@@ -7,6 +7,7 @@ everything else asks here. They are package data, the folder ``scaffold/builtin/
     scaffold/builtin/tasks/        the built-in tasks (index.yaml, one folder each)
     scaffold/builtin/treatments/   the built-in treatments (CONTROL, SKILL_MARKDOWN_REPORT)
     scaffold/builtin/skills/       the skill SKILL_MARKDOWN_REPORT installs (markdown-report)
+    scaffold/builtin/distractors/  the distractors' default pool (eight generic skills)
     scaffold/builtin/suites/NAME/  each suite's pytest entry: test_tasks.py (and a conftest.py)
 
 The data lives there once: the checkout's ``local/tests/test_tasks.py`` (and ``langsmith/``, ``langfuse/``)
@@ -19,15 +20,18 @@ site-packages. docs/packaging.md tells the whole layout.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from scaffold.catalog.treatments import SkillRef, task_treatment
 from scaffold.errors import SelectionError
 
 __all__ = [
     "BUILTIN_DIR",
+    "BUILTIN_DISTRACTORS_DIR",
     "BUILTIN_SKILLS_DIR",
     "BUILTIN_TASKS_DIR",
     "BUILTIN_TREATMENTS_DIR",
@@ -36,6 +40,7 @@ __all__ = [
     "builtin_environment",
     "builtin_folders",
     "builtin_task_names",
+    "default_pool",
     "project_logs_dir",
     "project_root",
     "project_tasks_dir",
@@ -59,6 +64,9 @@ BUILTIN_TREATMENTS_DIR: Final = BUILTIN_DIR / "treatments"
 """The built-in treatments: the ``treatments/`` folder beside the built-in tasks, found as any such folder."""
 BUILTIN_SKILLS_DIR: Final = BUILTIN_DIR / "skills"
 """The skills the built-in treatments install (``markdown-report``, also the examples' plain skill)."""
+BUILTIN_DISTRACTORS_DIR: Final = BUILTIN_DIR / "distractors"
+"""Generic skills no built-in task needs: with the corpus's other tasks' skills, the pool distractors are
+drawn from when no ``--skill-pool`` is given, so a corpus of one task (or generated tasks) has one too."""
 SUITES: Final[Mapping[str, Path]] = {
     "local": BUILTIN_DIR / "suites" / "local" / "test_tasks.py",
     "langsmith": BUILTIN_DIR / "suites" / "langsmith" / "test_tasks.py",
@@ -118,3 +126,16 @@ def builtin_task_names(folder: Path = BUILTIN_TASKS_DIR) -> tuple[str, ...]:
     from scaffold.catalog.tasks import load_catalog
 
     return tuple(load_catalog([folder]).names())
+
+
+def default_pool(other_skills_dirs: Iterable[Path]) -> tuple[SkillRef, ...]:
+    """The distractors' pool without a folder of its own: the skills of the corpus's other tasks (*other
+    skills_dirs*, their environment/skills), then the built-in pool's. The built-in skills are there so a
+    corpus whose other tasks ship too few skills (one task, generated tasks) still has a pool; among a
+    SkillsBench-sized corpus's few hundred skills they are a handful."""
+    corpus = [skill for folder in other_skills_dirs for skill in task_treatment(folder).skills]
+    builtin = [
+        dataclasses.replace(s, source=f"built-in distractor pool ({s.path})")
+        for s in task_treatment(BUILTIN_DISTRACTORS_DIR).skills
+    ]
+    return (*corpus, *builtin)

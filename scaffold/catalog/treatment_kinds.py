@@ -60,12 +60,18 @@ class Distractors:
 
     count: int
     pool: Path | None = None
-    """A folder of skill folders; None: the skills of the corpus's other tasks (their environment/skills)."""
+    """A folder of skill folders; None: the skills of the corpus's other tasks (their environment/skills)
+    and the built-in pool's (scaffold.catalog.treatments.default_pool)."""
     seed: int = 0
 
+    def pool_words(self) -> str:
+        """Where the distractors come from, in words."""
+        if self.pool is not None:
+            return f"the skill pool {self.pool}"
+        return "the skills of the corpus's other tasks and the built-in pool"
+
     def describe(self) -> str:
-        where = f"the skill pool {self.pool}" if self.pool is not None else "the skills of the corpus's other tasks"
-        return f"{self.count} distractor skill(s) from {where} (seed {self.seed})"
+        return f"{self.count} distractor skill(s) from {self.pool_words()} (seed {self.seed})"
 
 
 def nudge_line(skills_dir: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 import yaml
 
-from scaffold.catalog.builtin import project_logs_dir
+from scaffold.catalog.builtin import default_pool, project_logs_dir
 from scaffold.catalog.tasks import load_catalog
 from scaffold.catalog.treatment_kinds import Distractors, draw_distractors, kind_name
 from scaffold.catalog.treatments import CONTROL, SELF_WRITTEN, TASK_SKILLS, SkillRef, task_treatment
@@ -67,6 +67,8 @@ class StudyPlan:
     count: int
     experiment_id: str
     logs_dir: Path
+    backend: str
+    """The backend the trials run on: the one asked for, else docker for a corpus with Harbor-format tasks."""
 
     @property
     def experiment_dir(self) -> Path:
@@ -100,7 +102,12 @@ def add_commands(commands: Any) -> None:
         metavar="K",
         help=f"trials of each task under each condition (default {STUDY_COUNT}, as SkillsBench ran)",
     )
-    study.add_argument("--backend", default="local", metavar="NAME", help="local (default) or docker (Harbor tasks)")
+    study.add_argument(
+        "--backend",
+        choices=("local", "docker"),
+        help="where trials run (default: docker when the study's tasks include Harbor-format ones, which run "
+        "in their own image, else local)",
+    )
     study.add_argument(
         "--distractors",
         type=int,
@@ -112,7 +119,8 @@ def add_commands(commands: Any) -> None:
         "--skill-pool",
         type=Path,
         metavar="DIR",
-        help="a folder of skill folders the distractors are drawn from (default: the other tasks' own skills)",
+        help="a folder of skill folders the distractors are drawn from (default: the other tasks' own skills "
+        "and the built-in pool's eight)",
     )
     study.add_argument("--no-self-written", action="store_true", help="leave the SELF_WRITTEN condition out")
     study.add_argument("--out", type=Path, metavar="DIR", help="where experiments go (default: ./local/logs)")
@@ -172,6 +180,7 @@ def plan_study(args: argparse.Namespace) -> StudyPlan:
         args.count,
         experiment_id,
         (args.out or project_logs_dir(Path.cwd())).absolute(),
+        args.backend or ("docker" if any(loaded[name].format == "harbor" for name in with_skills) else "local"),
     )
 
 
@@ -183,12 +192,9 @@ def _check_pool(spec: Distractors, name: str, loaded: dict[str, Any], tasks: tup
         if spec.pool is not None:
             pool = task_treatment(spec.pool).skills
         else:
-            pool = tuple(
-                s for other in loaded.values() if other.name != task for s in task_treatment(other.skills_dir).skills
-            )
-        where = f"the skill pool {spec.pool}" if spec.pool is not None else "the corpus's other tasks"
+            pool = default_pool(other.skills_dir for other in loaded.values() if other.name != task)
         try:
-            draw_distractors(pool, spec, task=task, treatment=name, under_test=own, where=where)
+            draw_distractors(pool, spec, task=task, treatment=name, under_test=own, where=spec.pool_words())
         except SelectionError as exc:
             raise SelectionError(f"{exc}; or give --skill-pool DIR, or --distractors 0 to leave it out") from None
 
@@ -201,7 +207,7 @@ def study_arguments(plan: StudyPlan, args: argparse.Namespace) -> list[str]:
         "--comet-task=" + ",".join(plan.tasks),
         "--comet-treatment=" + ",".join(c.name for c in plan.conditions),
         f"--comet-count={plan.count}",
-        f"--comet-backend={args.backend}",
+        f"--comet-backend={plan.backend}",
         f"--comet-logs-dir={plan.logs_dir}",
         f"--comet-experiment-id={plan.experiment_id}",
         f"--comet-baseline={CONTROL}",
@@ -216,7 +222,7 @@ def study_arguments(plan: StudyPlan, args: argparse.Namespace) -> list[str]:
 
 def study_command(plan: StudyPlan, args: argparse.Namespace) -> str:
     """The ``comet study`` command line that runs *plan* again, every default spelled out."""
-    words = ["comet", "study", str(plan.tasks_dir), f"--count={plan.count}", f"--backend={args.backend}"]
+    words = ["comet", "study", str(plan.tasks_dir), f"--count={plan.count}", f"--backend={plan.backend}"]
     words += [f"--agent={args.agent}"] if args.agent else []
     words.append(f"--distractors={args.distractors}")
     words += [f"--skill-pool={args.skill_pool.absolute()}"] if args.skill_pool is not None else []
@@ -234,7 +240,10 @@ def _run(args: argparse.Namespace) -> int:
     treatments_file = plan.treatments_dir / "treatments.yaml"
     treatments_file.write_text(yaml.safe_dump(plan.treatments, sort_keys=False), encoding="utf-8")
     passed = study_arguments(plan, args)
-    print(f"comet study: {len(plan.tasks)} task(s) x {len(plan.conditions)} conditions x {plan.count} trial(s)")
+    print(
+        f"comet study: {len(plan.tasks)} task(s) x {len(plan.conditions)} conditions x {plan.count} trial(s), "
+        f"on the {plan.backend} backend"
+    )
     if plan.left_out:
         print(f"comet study: left out, no skills of their own: {', '.join(plan.left_out)}")
     code = int(pytest.main(pytest_arguments("local", Path.cwd(), passed)))

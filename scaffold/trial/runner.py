@@ -21,6 +21,7 @@ from msgspec.structs import replace
 
 from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
+from scaffold.catalog.builtin import default_pool
 from scaffold.catalog.tasks import Task, TaskCatalog, render_instruction
 from scaffold.catalog.treatment_kinds import draw_distractors, nudge_line
 from scaffold.catalog.treatments import (
@@ -326,15 +327,15 @@ class Runner:
         drawn: tuple[SkillRef, ...] = ()
         spec = treatment.distractors
         if spec is not None:
-            where = f"the skill pool {spec.pool}" if spec.pool is not None else "the corpus's other tasks"
             pool = self._pool(spec.pool, task)
             drawn = draw_distractors(
-                pool, spec, task=task.name, treatment=treatment.name, under_test=skills, where=where
+                pool, spec, task=task.name, treatment=treatment.name, under_test=skills, where=spec.pool_words()
             )
         return dataclasses.replace(treatment, skills=skills, drawn=drawn)
 
     def _pool(self, folder: Path | None, task: Task) -> tuple[SkillRef, ...]:
-        """The skills distractors are drawn from: those of *folder*, else every other task's own skills."""
+        """The skills distractors are drawn from: those of *folder*, else every other task's own skills and
+        the built-in pool's (scaffold.catalog.treatments.default_pool)."""
         if folder is not None:
             with self._lock:
                 if folder not in self._pools:
@@ -342,12 +343,7 @@ class Runner:
                         dataclasses.replace(s, source=f"skill pool ({s.path})") for s in task_treatment(folder).skills
                     )
                 return self._pools[folder]
-        return tuple(
-            skill
-            for other in self.tasks.tasks.values()
-            if other.name != task.name
-            for skill in task_treatment(other.skills_dir).skills
-        )
+        return default_pool(other.skills_dir for other in self.tasks.tasks.values() if other.name != task.name)
 
     def _kind_config(self, treatment: Treatment) -> dict[str, Any]:
         """What a kind adds to a trial's configuration: the drawn distractors by name and content hash (the

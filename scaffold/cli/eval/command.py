@@ -225,7 +225,8 @@ def _add_kind_options(parser: argparse.ArgumentParser) -> None:
         "--skill-pool",
         type=Path,
         metavar="DIR",
-        help="a folder of skill folders the distractors are drawn from (default: the other tasks' own skills)",
+        help="a folder of skill folders the distractors are drawn from (default: the other tasks' own skills "
+        "and the built-in pool's eight)",
     )
     kinds.add_argument(
         "--nudge",

@@ -56,10 +56,22 @@ def test_a_study_runs_the_tasks_with_skills_under_four_conditions(tmp_path: Path
     assert distractors.distractors.pool == pool and catalog.treatments[SELF_WRITTEN].self_written
 
 
+def test_without_a_pool_the_distractors_come_from_the_builtin_pool(tmp_path: Path) -> None:
+    """The example corpus's other tasks ship no skills: the bare command draws from the built-in pool."""
+    plan = plan_study(_args(str(HARBOR_TASKS), "--out", str(tmp_path)))
+    assert [c.name for c in plan.conditions] == [CONTROL, TASK_SKILLS, "TASK_SKILLS_PLUS_3_DISTRACTORS", SELF_WRITTEN]
+    entry = plan.treatments["TASK_SKILLS_PLUS_3_DISTRACTORS"]
+    assert "pool" not in entry["distractors"]
+    assert plan.backend == "docker"  # Harbor-format tasks run in their own image
+    assert "the corpus's other tasks and the built-in pool" in entry["description"]
+
+
 def test_a_pool_too_small_and_a_corpus_without_skills_are_refused_before_any_trial(tmp_path: Path) -> None:
-    # The corpus's other tasks have no skills: three distractors cannot be drawn from them.
+    # The corpus's other tasks have no skills, and the built-in pool holds eight: twenty cannot be drawn.
     with pytest.raises(SelectionError, match=r"--skill-pool DIR, or --distractors 0"):
-        plan_study(_args(str(HARBOR_TASKS)))
+        plan_study(_args(str(HARBOR_TASKS), "--distractors", "20"))
+    with pytest.raises(SelectionError, match=r"--skill-pool DIR, or --distractors 0"):
+        plan_study(_args(str(HARBOR_TASKS), "--skill-pool", str(_pool(tmp_path / "pool", "alpha"))))
     plan = plan_study(_args(str(HARBOR_TASKS), "--distractors", "0", "--no-self-written"))
     assert [c.name for c in plan.conditions] == [CONTROL, TASK_SKILLS] and not plan.treatments
     corpus = tmp_path / "corpus"
@@ -79,10 +91,11 @@ def trixie(docker_client: Any) -> str:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_comet_study_on_the_harbor_examples_writes_the_study_report(tmp_path: Path, trixie: str) -> None:
-    pool = _pool(tmp_path / "pool", "alpha", "beta")
+    # No backend: Harbor tasks run on docker. No pool: the one task with skills draws its three distractors
+    # from the built-in pool.
     proc = subprocess.run(
-        [COMET, "study", str(HARBOR_TASKS), "--backend", "docker", "--agent", "oracle", "--count", "2",
-         "--distractors", "2", "--skill-pool", str(pool), "--out", str(tmp_path / "logs"),
+        [COMET, "study", str(HARBOR_TASKS), "--agent", "oracle", "--count", "2",
+         "--out", str(tmp_path / "logs"),
          f"--image-alias=python:3.13-slim-bookworm={trixie}", f"--image-alias=ubuntu:24.04={trixie}",
          f"--workspace-root={tmp_path / 'ws'}", "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False,
@@ -100,12 +113,12 @@ def test_comet_study_on_the_harbor_examples_writes_the_study_report(tmp_path: Pa
         if line.startswith("| "):
             rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
     assert rows[CONTROL].split(" | ")[5] == "baseline"
-    for condition in (TASK_SKILLS, "TASK_SKILLS_PLUS_2_DISTRACTORS", SELF_WRITTEN):
+    for condition in (TASK_SKILLS, "TASK_SKILLS_PLUS_3_DISTRACTORS", SELF_WRITTEN):
         cells = rows[condition].split(" | ")
         assert cells[1] == "2" and "(on these tasks)" in cells[5], rows[condition]
         assert cells[8] == "not scored"  # the oracle cannot invoke a skill
     assert "+100.0%" in rows[TASK_SKILLS] and rows[SELF_WRITTEN].split(" | ")[3] == "0.0%"
     assert "| agent | oracle" in study and "| backend | docker |" in study
     assert "| trials per task and condition (k) | 2 |" in study and "| left out (7) |" in study
-    assert "TASK_SKILLS_PLUS_2_DISTRACTORS | The task's own skills among 2 distractor skill(s)" in study
+    assert "TASK_SKILLS_PLUS_3_DISTRACTORS | The task's own skills among 3 distractor skill(s) from the skills" in study
     assert f"study: {experiment / 'study.md'}" in proc.stdout

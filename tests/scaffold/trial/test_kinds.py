@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scaffold.agents.base import AgentRequest, AgentTraits
+from scaffold.catalog.builtin import BUILTIN_DISTRACTORS_DIR
 from scaffold.catalog.tasks import load_catalog
 from scaffold.catalog.treatment_kinds import nudge_line
 from scaffold.catalog.treatments import load_treatments
@@ -60,6 +61,23 @@ def test_distractors_are_installed_recorded_and_not_expected(factory: TaskFactor
         Case("t", "REPORT_PLUS_2_DISTRACTORS", 1)
     )
     assert again.record.config_hash == record.config_hash  # the same draw: (seed, task, treatment)
+
+
+def test_without_a_pool_a_lone_task_draws_from_the_builtin_pool(factory: TaskFactory, tmp_path: Path) -> None:
+    """One task, no other task's skills: the distractors come from the built-in pool, installed beside the
+    skill under test, and recorded as the default pool's."""
+    skill = factory.skill("report")
+    factory.treatments("t.yaml", {"REPORT_PLUS_3_DISTRACTORS": {"skills": [str(skill)], "distractors": {"count": 3}}})
+    factory.task("t", solve="ls .claude/skills > installed.txt; echo done > out.txt\n")
+    runner = make_runner([factory.tasks_dir], [factory.treatments_dir], tmp_path, keep_workspaces="all")
+    record = runner.run(Case("t", "REPORT_PLUS_3_DISTRACTORS", 1)).record
+    kind = record.config["treatment"]["kind"]["distractors"]
+    drawn = [d["name"] for d in kind["drawn"]]
+    builtin = sorted(p.name for p in BUILTIN_DISTRACTORS_DIR.iterdir() if (p / "SKILL.md").is_file())
+    assert len(builtin) == 8 and len(drawn) == 3 and set(drawn) <= set(builtin)
+    assert kind["pool"] == "corpus"
+    installed = (Path(record.workspace.path) / "installed.txt").read_text().split()
+    assert installed == sorted(["report", *drawn])
 
 
 @dataclass
