@@ -310,7 +310,8 @@ def test_the_live_line_fills_a_wide_terminal_and_an_agent_without_version_is_unk
         "COMET_EVAL_HOME": str(tmp_path / "eval-home"),
         "COMET_EVAL_ADAPTERS_DIR": str(slow_adapter(tmp_path)),
     }
-    argv = [found, "eval", str(folder), "--agent", "slow", "--experiment-id", "wide"]
+    # One trial of each: the line is drawn while a trial runs; more rounds would only add minutes.
+    argv = [found, "eval", str(folder), "--agent", "slow", "--experiment-id", "wide", "--count", "1"]
     # 160 columns that only the terminal knows ($COLUMNS unset, as an interactive shell leaves it): while
     # a trial runs, pytest's capturing holds file descriptor 1, where the width used to be asked (98).
     code, shown = run_on_pty(argv, tmp_path, columns=160, export_columns=False, env=env)
