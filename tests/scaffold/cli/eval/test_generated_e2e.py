@@ -182,8 +182,8 @@ def test_runs_until_decided_and_passes_its_gate(make_eval: Callable[[str, str], 
 
 def test_alike_treatments_stop_at_the_cap_without_a_verdict(make_eval: Callable[[str, str], Eval]) -> None:
     ev = make_eval("claude-code", "claude-eval-alike.yaml")
-    rc, out, _ = ev.run("--backend", "local", "--max-count", "4", "--gate", "DYNAMIC_SKILL better than CONTROL")
+    rc, out, _ = ev.run("--backend", "local", "--max-count", "2", "--gate", "DYNAMIC_SKILL better than CONTROL")
     assert rc == 1, out  # the gate: no improvement claimed
     summary = (_experiment(out) / "summary.md").read_text()
     assert "**DYNAMIC_SKILL** vs CONTROL: **no significant difference**" in summary
-    assert "undecided: the run reached --max-count after 4 whole round(s)" in summary
+    assert "undecided: the run reached --max-count after 2 whole round(s)" in summary
