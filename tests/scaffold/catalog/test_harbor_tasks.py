@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from scaffold.modelserver import ScriptedModelServer, load_script
-from scaffold.workspaces.docker.base_image import base_tag, build_base_image
 from tests.support.agents import ANTHROPIC_KEY, SCRIPTS, require_cli, scripted_run_env
 from tests.support.factories import REPO
 
@@ -30,14 +29,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 HARBOR_TASKS = REPO / "tests" / "data" / "harbor-tasks"
 TASKS = sorted(p.name for p in HARBOR_TASKS.iterdir() if (p / "task.toml").is_file())
 SKILLS_TASK = "ledger-check-codes"
-
-
-@pytest.fixture(scope="module")
-def trixie(docker_client: Any) -> str:
-    """The Debian trixie stand-in (Python 3.13) that python:3.13-slim-bookworm and ubuntu:24.04 map to."""
-    tag = base_tag("trixie")
-    build_base_image(tag, suite="trixie", client=docker_client, log=lambda m: print(f"[trixie base] {m}"))
-    return tag
 
 
 def _aliases(tag: str) -> list[str]:
@@ -68,8 +59,8 @@ def _records(experiment: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_every_example_passes_with_the_oracle_and_fails_with_nop(tmp_path: Path, trixie: str) -> None:
-    oracle, experiment = _suite(tmp_path / "oracle", "--agent=oracle", *_aliases(trixie))
+def test_every_example_passes_with_the_oracle_and_fails_with_nop(tmp_path: Path, docker_trixie_image: str) -> None:
+    oracle, experiment = _suite(tmp_path / "oracle", "--agent=oracle", *_aliases(docker_trixie_image))
     records = _records(experiment)
     assert sorted({r["task"] for r in records.values()}) == TASKS, oracle.stdout + oracle.stderr
     for name, record in records.items():
@@ -91,7 +82,7 @@ def test_every_example_passes_with_the_oracle_and_fails_with_nop(tmp_path: Path,
     # The verifier's files are kept in the trial's folder, as Harbor keeps verifier/ per trial.
     assert (experiment / "trials" / "kv-http-server-CONTROL-r1" / "verifier" / "reward.txt").is_file()
 
-    nop, experiment = _suite(tmp_path / "nop", "--agent=nop", *_aliases(trixie))
+    nop, experiment = _suite(tmp_path / "nop", "--agent=nop", *_aliases(docker_trixie_image))
     records = _records(experiment)
     assert len(records) == len(TASKS) + 1, nop.stdout + nop.stderr  # the skills task runs twice
     for name, record in records.items():
@@ -168,7 +159,7 @@ def test_a_task_image_that_cannot_be_built_is_built_once_and_reported_as_build_f
 
 
 @pytest.mark.agent_cli
-def test_claude_code_under_control_and_the_tasks_skills(tmp_path: Path, trixie: str) -> None:
+def test_claude_code_under_control_and_the_tasks_skills(tmp_path: Path, docker_trixie_image: str) -> None:
     cli_dir = require_cli("claude")
     log = tmp_path / "model-requests.jsonl"
     with ScriptedModelServer(
@@ -177,7 +168,12 @@ def test_claude_code_under_control_and_the_tasks_skills(tmp_path: Path, trixie: 
         url = "http://127.0.0.1:" + server.url.rsplit(":", 1)[1]
         env = scripted_run_env(tmp_path, url, cli_dir)
         result, experiment = _suite(
-            tmp_path, "--agent=claude-code", f"--task={SKILLS_TASK}", "--count=2", *_aliases(trixie), env=env
+            tmp_path,
+            "--agent=claude-code",
+            f"--task={SKILLS_TASK}",
+            "--count=2",
+            *_aliases(docker_trixie_image),
+            env=env,
         )
     output = result.stdout + result.stderr
     records = _records(experiment)

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -18,7 +17,6 @@ from scaffold.catalog.treatments import CONTROL, SELF_WRITTEN, TASK_SKILLS, load
 from scaffold.cli.main import _parser
 from scaffold.cli.study import STUDY_COUNT, plan_study
 from scaffold.errors import SelectionError
-from scaffold.workspaces.docker.base_image import base_tag, build_base_image
 from tests.support.factories import REPO
 
 HARBOR_TASKS = REPO / "tests" / "data" / "harbor-tasks"
@@ -80,23 +78,16 @@ def test_a_pool_too_small_and_a_corpus_without_skills_are_refused_before_any_tri
         plan_study(_args(str(corpus)))
 
 
-@pytest.fixture(scope="module")
-def trixie(docker_client: Any) -> str:
-    """The Debian trixie stand-in that the example tasks' python:3.13-slim-bookworm maps to."""
-    tag = base_tag("trixie")
-    build_base_image(tag, suite="trixie", client=docker_client, log=lambda m: print(f"[trixie base] {m}"))
-    return tag
-
-
 @pytest.mark.docker
 @pytest.mark.slow
-def test_comet_study_on_the_harbor_examples_writes_the_study_report(tmp_path: Path, trixie: str) -> None:
+def test_comet_study_on_the_harbor_examples_writes_the_study_report(tmp_path: Path, docker_trixie_image: str) -> None:
     # No backend: Harbor tasks run on docker. No pool: the one task with skills draws its three distractors
     # from the built-in pool.
     proc = subprocess.run(
         [COMET, "study", str(HARBOR_TASKS), "--agent", "oracle", "--count", "2",
          "--out", str(tmp_path / "logs"),
-         f"--image-alias=python:3.13-slim-bookworm={trixie}", f"--image-alias=ubuntu:24.04={trixie}",
+         f"--image-alias=python:3.13-slim-bookworm={docker_trixie_image}",
+         f"--image-alias=ubuntu:24.04={docker_trixie_image}",
          f"--workspace-root={tmp_path / 'ws'}", "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path, env=dict(os.environ), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip

@@ -35,7 +35,6 @@ from scaffold.catalog.tasks import load_task
 from scaffold.errors import WorkspaceError
 from scaffold.workspaces.base import ValidationPolicy
 from scaffold.workspaces.docker import DockerBackend
-from scaffold.workspaces.docker.base_image import base_tag, build_base_image
 from tests.support.engines import CERTS, FarEngine, missing
 from tests.support.factories import REPO
 
@@ -43,14 +42,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 HARBOR_TASKS = REPO / "tests" / "data" / "harbor-tasks"
 RECIPE = "multi-container-api"
-
-
-@pytest.fixture(scope="module")
-def trixie(docker_client: Any) -> str:
-    """The stand-in that python:3.13-slim-bookworm, the recipe's FROM, is aliased to."""
-    tag = base_tag("trixie")
-    build_base_image(tag, suite="trixie", client=docker_client, log=lambda m: print(f"[trixie base] {m}"))
-    return tag
 
 
 def _argv(folder: Path, tasks: Path, *args: str) -> list[str]:
@@ -98,14 +89,16 @@ def _oracle_passes_and_nop_fails(folder: Path, client: Any, *args: str, env: dic
 
 
 def test_the_recipe_passes_with_the_oracle_and_fails_with_nop_on_this_engine(
-    tmp_path: Path, trixie: str, docker_client: Any
+    tmp_path: Path, docker_trixie_image: str, docker_client: Any
 ) -> None:
-    _oracle_passes_and_nop_fails(tmp_path, docker_client, f"--image-alias=python:3.13-slim-bookworm={trixie}")
+    _oracle_passes_and_nop_fails(
+        tmp_path, docker_client, f"--image-alias=python:3.13-slim-bookworm={docker_trixie_image}"
+    )
 
 
 @pytest.mark.xdist_group("compose-pool-engine")
 def test_the_recipe_passes_with_the_oracle_and_fails_with_nop_on_a_pool_engine(
-    tmp_path: Path, trixie: str, docker_client: Any
+    tmp_path: Path, docker_trixie_image: str, docker_client: Any
 ) -> None:
     """A pool of one remote engine (TLS over TCP, blind to this machine's files: copy mode), which has the
     stand-in base image (copied there once: its data root is kept between runs)."""
@@ -117,7 +110,7 @@ def test_the_recipe_passes_with_the_oracle_and_fails_with_nop_on_a_pool_engine(
     far = FarEngine("compose", 4)
     far.start()
     try:
-        far.load_image(docker_client, trixie)
+        far.load_image(docker_client, docker_trixie_image)
         env = dict(os.environ)
         env.update(DOCKER_CERT_PATH=str(CERTS / "client"), DOCKER_TLS_VERIFY="1")
         env["NO_PROXY"] = env["no_proxy"] = ",".join(filter(None, [env.get("NO_PROXY"), far.ip]))
@@ -126,7 +119,7 @@ def test_the_recipe_passes_with_the_oracle_and_fails_with_nop_on_a_pool_engine(
         try:
             _oracle_passes_and_nop_fails(
                 tmp_path, client, f"--docker-host={far.url}*1",
-                f"--image-alias=python:3.13-slim-bookworm={trixie}", env=env,
+                f"--image-alias=python:3.13-slim-bookworm={docker_trixie_image}", env=env,
             )  # fmt: skip
         finally:
             client.close()
@@ -134,7 +127,9 @@ def test_the_recipe_passes_with_the_oracle_and_fails_with_nop_on_a_pool_engine(
         far.remove()
 
 
-def test_a_killed_run_leaves_what_the_next_session_sweeps(tmp_path: Path, trixie: str, docker_client: Any) -> None:
+def test_a_killed_run_leaves_what_the_next_session_sweeps(
+    tmp_path: Path, docker_trixie_image: str, docker_client: Any
+) -> None:
     """SIGKILL the harness while the oracle works: the main container, the sidecar, the trial's network
     and its volume stay behind, labelled with the dead session; the next session removes them all."""
     tasks = tmp_path / "tasks"
@@ -145,7 +140,7 @@ def test_a_killed_run_leaves_what_the_next_session_sweeps(tmp_path: Path, trixie
         compose.read_text().replace("    expose:", "    volumes: [scratch:/scratch]\n    expose:")
         + "\nvolumes:\n  scratch: {}\n"
     )
-    alias = f"--image-alias=python:3.13-slim-bookworm={trixie}"
+    alias = f"--image-alias=python:3.13-slim-bookworm={docker_trixie_image}"
     experiment = f"compose-killed-{uuid.uuid4().hex[:8]}"
     label = f"comet-eval.experiment={experiment}"
     argv = _argv(tmp_path / "killed", tasks, "--agent=oracle", f"--experiment-id={experiment}", alias)
@@ -370,11 +365,13 @@ services:
 
 
 def test_the_standby_brings_its_services_and_the_next_trial_takes_them(
-    tmp_path: Path, trixie: str, docker_client: Any
+    tmp_path: Path, docker_trixie_image: str, docker_client: Any
 ) -> None:
     """The next trial's container is started while a trial runs, its sidecars first; the next trial of the
     task takes the lot, and reaches the sidecar by name; what no trial takes goes when the backend closes."""
-    backend = DockerBackend(tmp_path / "ws", standby=True, image_aliases={"python:3.13-slim-bookworm": trixie})
+    backend = DockerBackend(
+        tmp_path / "ws", standby=True, image_aliases={"python:3.13-slim-bookworm": docker_trixie_image}
+    )
     task = load_task(HARBOR_TASKS / RECIPE)
     try:
         first = backend.create(task, "exp-standby/first")

@@ -20,7 +20,7 @@ import pytest
 from scaffold.catalog.tasks import HarborSettings, Task, TaskSpec, load_task
 from scaffold.errors import ImageBuildError, SkillLeakError, WorkspaceError
 from scaffold.workspaces.docker import DockerBackend
-from scaffold.workspaces.docker.base_image import base_tag, build_base_image
+from scaffold.workspaces.docker.base_image import base_tag
 from scaffold.workspaces.docker.harbor_image import find_skills
 from scaffold.workspaces.docker.host_trust import host_ca_bundle
 from tests.support.factories import TaskFactory
@@ -30,12 +30,6 @@ pytestmark = pytest.mark.docker
 Make = Callable[..., DockerBackend]
 TRIXIE = base_tag("trixie")
 BOOKWORM = base_tag("bookworm")
-
-
-@pytest.fixture(scope="session")
-def docker_trixie_image(docker_client: Any) -> str:
-    build_base_image(TRIXIE, suite="trixie", client=docker_client, log=lambda m: print(f"[docker trixie] {m}"))
-    return TRIXIE
 
 
 @pytest.fixture
