@@ -4,7 +4,8 @@ only with the skill, an image that cannot be built, an oracle slower than its bu
 under both jobs, against the committed first attempts (all five tasks, two attempts, take minutes).
 
 Harbor needs Python 3.12 or later, so its CLI lives in a venv of its own: ``COMET_HARBOR`` names it (or
-``harbor`` on PATH). CI installs it while the first tests run (.ci/run, .ci/harbor.txt) and requires it.
+``harbor`` on PATH). CI installs it while the suite runs (.ci/run, .ci/harbor.txt), then runs this test
+in a step of its own, where it is required.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -22,21 +22,10 @@ import pytest
 from tests.scaffold.imports.test_regenerate import DATA, SCRIPT, outcomes
 
 SUBSET = ("ledger-check-codes", "broken-image", "slow-oracle")
-INSTALL_WAIT_S = 600
 
 
 def harbor_cli() -> str:
-    """Harbor's CLI, or skip (with ``COMET_REQUIRE_HARBOR=1``, fail). ``COMET_HARBOR_PENDING`` names the
-    file CI's background install writes when it ends: ``ok``, or why it failed."""
-    pending = os.environ.get("COMET_HARBOR_PENDING")
-    if pending:
-        marker = Path(pending)
-        deadline = time.monotonic() + INSTALL_WAIT_S
-        while not marker.exists() and time.monotonic() < deadline:
-            time.sleep(1)
-        state = marker.read_text().strip() if marker.exists() else f"still installing after {INSTALL_WAIT_S} s"
-        if state != "ok":
-            pytest.fail(f"Harbor's CLI did not install: {state}")
+    """Harbor's CLI, or skip (with ``COMET_REQUIRE_HARBOR=1``, fail)."""
     cli = os.environ.get("COMET_HARBOR") or shutil.which("harbor")
     if cli and Path(cli).is_file():
         return cli
