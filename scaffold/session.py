@@ -110,7 +110,7 @@ class Options:
     """``--distractors N``: also run DYNAMIC_SKILL among N distractors (scaffold.catalog.treatment_kinds)."""
     skill_pool: Path | None = None
     """``--skill-pool DIR``: the distractors' pool; None: the skills of the corpus's other tasks and the
-    built-in pool's (scaffold.catalog.treatments.default_pool)."""
+    built-in pool's (scaffold.catalog.builtin.distractor_pool)."""
     nudge: bool = False
     """``--nudge``: also run DYNAMIC_SKILL_NUDGE."""
     self_written: bool = False

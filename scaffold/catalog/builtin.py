@@ -40,7 +40,7 @@ __all__ = [
     "builtin_environment",
     "builtin_folders",
     "builtin_task_names",
-    "default_pool",
+    "distractor_pool",
     "project_logs_dir",
     "project_root",
     "project_tasks_dir",
@@ -128,12 +128,15 @@ def builtin_task_names(folder: Path = BUILTIN_TASKS_DIR) -> tuple[str, ...]:
     return tuple(load_catalog([folder]).names())
 
 
-def default_pool(other_skills_dirs: Iterable[Path]) -> tuple[SkillRef, ...]:
-    """The distractors' pool without a folder of its own: the skills of the corpus's other tasks (*other
-    skills_dirs*, their environment/skills), then the built-in pool's. The built-in skills are there so a
-    corpus whose other tasks ship too few skills (one task, generated tasks) still has a pool; among a
-    SkillsBench-sized corpus's few hundred skills they are a handful."""
-    corpus = [skill for folder in other_skills_dirs for skill in task_treatment(folder).skills]
+def distractor_pool(folder: Path | None, other_skills_dirs: Iterable[Path]) -> tuple[SkillRef, ...]:
+    """The skills distractors are drawn from: those of *folder* (``--skill-pool``, a treatment's ``pool``)
+    when given; else the skills of the corpus's other tasks (*other_skills_dirs*, their environment/skills),
+    then the built-in pool's. The built-in skills are there so a corpus whose other tasks ship too few skills
+    (one task, generated tasks) still has a pool; among a SkillsBench-sized corpus's few hundred skills they
+    are a handful."""
+    if folder is not None:
+        return tuple(dataclasses.replace(s, source=f"skill pool ({s.path})") for s in task_treatment(folder).skills)
+    corpus = [skill for skills_dir in other_skills_dirs for skill in task_treatment(skills_dir).skills]
     builtin = [
         dataclasses.replace(s, source=f"built-in distractor pool ({s.path})")
         for s in task_treatment(BUILTIN_DISTRACTORS_DIR).skills

@@ -61,7 +61,7 @@ class Distractors:
     count: int
     pool: Path | None = None
     """A folder of skill folders; None: the skills of the corpus's other tasks (their environment/skills)
-    and the built-in pool's (scaffold.catalog.treatments.default_pool)."""
+    and the built-in pool's (scaffold.catalog.builtin.distractor_pool)."""
     seed: int = 0
 
     def pool_words(self) -> str:

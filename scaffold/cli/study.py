@@ -25,10 +25,10 @@ from typing import Any, Final
 
 import yaml
 
-from scaffold.catalog.builtin import default_pool, project_logs_dir
+from scaffold.catalog.builtin import distractor_pool, project_logs_dir
 from scaffold.catalog.tasks import load_catalog
 from scaffold.catalog.treatment_kinds import Distractors, draw_distractors, kind_name
-from scaffold.catalog.treatments import CONTROL, SELF_WRITTEN, TASK_SKILLS, SkillRef, task_treatment
+from scaffold.catalog.treatments import CONTROL, SELF_WRITTEN, TASK_SKILLS, task_treatment
 from scaffold.cli.run import pytest_arguments
 from scaffold.errors import SelectionError
 from scaffold.experiment import EXPERIMENT_ID, new_experiment_id
@@ -188,11 +188,7 @@ def _check_pool(spec: Distractors, name: str, loaded: dict[str, Any], tasks: tup
     """Draw each task's distractors now, as its trials will: a pool too small fails before any trial."""
     for task in tasks:
         own = task_treatment(loaded[task].skills_dir).skills
-        pool: tuple[SkillRef, ...]
-        if spec.pool is not None:
-            pool = task_treatment(spec.pool).skills
-        else:
-            pool = default_pool(other.skills_dir for other in loaded.values() if other.name != task)
+        pool = distractor_pool(spec.pool, (other.skills_dir for other in loaded.values() if other.name != task))
         try:
             draw_distractors(pool, spec, task=task, treatment=name, under_test=own, where=spec.pool_words())
         except SelectionError as exc:

@@ -21,7 +21,7 @@ from msgspec.structs import replace
 
 from scaffold import __version__
 from scaffold.agents.base import Agent, AgentRequest
-from scaffold.catalog.builtin import default_pool
+from scaffold.catalog.builtin import distractor_pool
 from scaffold.catalog.tasks import Task, TaskCatalog, render_instruction
 from scaffold.catalog.treatment_kinds import draw_distractors, nudge_line
 from scaffold.catalog.treatments import (
@@ -334,16 +334,15 @@ class Runner:
         return dataclasses.replace(treatment, skills=skills, drawn=drawn)
 
     def _pool(self, folder: Path | None, task: Task) -> tuple[SkillRef, ...]:
-        """The skills distractors are drawn from: those of *folder*, else every other task's own skills and
-        the built-in pool's (scaffold.catalog.treatments.default_pool)."""
-        if folder is not None:
-            with self._lock:
-                if folder not in self._pools:
-                    self._pools[folder] = tuple(
-                        dataclasses.replace(s, source=f"skill pool ({s.path})") for s in task_treatment(folder).skills
-                    )
-                return self._pools[folder]
-        return default_pool(other.skills_dir for other in self.tasks.tasks.values() if other.name != task.name)
+        """The skills *task*'s distractors are drawn from (scaffold.catalog.builtin.distractor_pool); a
+        folder's are read once for every trial."""
+        if folder is None:
+            others = (other.skills_dir for other in self.tasks.tasks.values() if other.name != task.name)
+            return distractor_pool(None, others)
+        with self._lock:
+            if folder not in self._pools:
+                self._pools[folder] = distractor_pool(folder, ())
+            return self._pools[folder]
 
     def _kind_config(self, treatment: Treatment) -> dict[str, Any]:
         """What a kind adds to a trial's configuration: the drawn distractors by name and content hash (the
