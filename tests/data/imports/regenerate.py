@@ -75,6 +75,10 @@ def regenerate_harbor(
         root = Path(temp)
         tasks = root / "tasks"
         _harbor_tasks(tasks, image)
+        unknown = sorted(set(only or ()) - {folder.name for folder in tasks.iterdir()})
+        if unknown:
+            known = ", ".join(sorted(folder.name for folder in tasks.iterdir()))
+            raise SystemExit(f"--tasks: no task {', '.join(unknown)}; the tasks are {known}")
         for folder in sorted(tasks.iterdir()):
             if only is not None and folder.name not in only:
                 shutil.rmtree(folder)
